@@ -1,0 +1,3 @@
+"""reaper: the guard outside rented GPU instances."""
+
+__version__ = "0.1.0"

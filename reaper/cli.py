@@ -1,0 +1,10 @@
+"""`reaper ...`: the command line."""
+
+from __future__ import annotations
+
+import sys
+
+
+def main(argv: list[str] | None = None) -> int:
+    print("reaper: not built yet", file=sys.stderr)
+    return 2

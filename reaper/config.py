@@ -1,0 +1,336 @@
+"""Settings: every variable of the public contract, parsed and validated in one place.
+
+A bad value must stop the program before it does anything, with one line that names the
+variable and what it expected; so parsing raises `ConfigError` and the CLI turns that into
+exit status 2. Nothing else in reaper reads the environment.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from datetime import timedelta
+from pathlib import Path
+from typing import Literal
+from urllib.parse import urlsplit
+
+from reaper.models import ProviderName
+
+
+class ConfigError(Exception):
+    """A setting is missing or malformed; `str()` is the one line shown to the user."""
+
+    def __init__(self, variable: str, expected: str) -> None:
+        super().__init__(f"{variable}: {expected}")
+        self.variable = variable
+        self.expected = expected
+
+
+@dataclass(frozen=True)
+class Account:
+    """One provider account. The key never appears in a repr, a log line or an error."""
+
+    provider: ProviderName
+    name: str
+    key: str = field(repr=False)
+
+
+@dataclass(frozen=True)
+class StateURL:
+    kind: Literal["sqlite", "dynamodb"]
+    # A filesystem path for sqlite, a table name for dynamodb.
+    location: str
+
+
+@dataclass(frozen=True)
+class Settings:
+    runpod_accounts: tuple[Account, ...] = ()
+    vast_accounts: tuple[Account, ...] = ()
+    runpod_api_url: str = "https://api.runpod.io/v2"
+    runpod_graphql_url: str = "https://api.runpod.io/graphql"
+    vast_api_url: str = "https://console.vast.ai"
+    mode: Literal["enforce", "observe"] = "enforce"
+    stopped_ttl: timedelta = timedelta(hours=24)
+    warn_before: timedelta = timedelta(hours=1)
+    max_terminations: int = 10
+    protect_marker: str = "reaper:keep"
+    state: StateURL = field(default_factory=lambda: StateURL("sqlite", str(default_state_path())))
+    ping_key: str | None = field(default=None, repr=False)
+    admin_key: str | None = field(default=None, repr=False)
+    heartbeat_timeout: timedelta = timedelta(minutes=5)
+    heartbeat_repeat: timedelta = timedelta(hours=1)
+    telegram_bot_token: str | None = field(default=None, repr=False)
+    telegram_chat_id: str | None = None
+    telegram_api_url: str = "https://api.telegram.org"
+    bark_url: str | None = field(default=None, repr=False)
+    balance_min: float = 5.0
+    max_monitors: int = 500
+    heartbeat_required: bool = False
+    reap_every: timedelta = timedelta(hours=1)
+    watch_every: timedelta = timedelta(minutes=1)
+    max_runtime: timedelta | None = None
+    idle_alert_after: timedelta = timedelta(hours=1)
+
+    @property
+    def accounts(self) -> tuple[Account, ...]:
+        return self.runpod_accounts + self.vast_accounts
+
+    def require_provider_keys(self) -> None:
+        """`reaper reap` without any provider key is a config error, not an empty pass."""
+        if not self.accounts:
+            raise ConfigError("RUNPOD_API_KEY / VAST_API_KEY", "set at least one")
+
+    def secrets(self) -> list[str]:
+        """Every secret value, so that log and error output can be scrubbed of them."""
+        values = [a.key for a in self.accounts]
+        values += [v for v in (self.ping_key, self.admin_key, self.telegram_bot_token) if v]
+        if self.bark_url:
+            values.append(self.bark_url.rstrip("/").rsplit("/", 1)[-1])
+        return [v for v in values if v]
+
+
+def default_state_path() -> Path:
+    base = os.environ.get("XDG_STATE_HOME") or str(Path.home() / ".local" / "state")
+    return Path(base) / "reaper" / "state.db"
+
+
+_DURATION_PART = re.compile(r"(\d+)([smhd])")
+_DURATION_WHOLE = re.compile(r"(?:\d+[smhd])+")
+_UNIT_SECONDS = {"s": 1, "m": 60, "h": 3600, "d": 86400}
+
+
+def parse_duration(text: str, variable: str) -> timedelta:
+    """`<int>` + `s`/`m`/`h`/`d`, compounds like `1h30m`. Bare numbers and zero are errors:
+    a bare `24` could mean hours or seconds, and guessing wrong destroys someone's pod."""
+    cleaned = text.strip().lower()
+    expected = "a duration like 30m, 24h, 1h30m or 3d (a number with s/m/h/d, above zero)"
+    if not _DURATION_WHOLE.fullmatch(cleaned):
+        raise ConfigError(variable, f"expected {expected}, got {text!r}")
+    seconds = sum(int(n) * _UNIT_SECONDS[u] for n, u in _DURATION_PART.findall(cleaned))
+    if seconds <= 0:
+        raise ConfigError(variable, f"expected {expected}, got {text!r}")
+    return timedelta(seconds=seconds)
+
+
+_ACCOUNT_NAME = re.compile(r"[A-Za-z0-9_.-]{1,64}")
+
+
+def parse_accounts(text: str, variable: str, provider: ProviderName) -> tuple[Account, ...]:
+    """Comma-separated keys, each optionally `name=key`; unnamed ones are named 1, 2, ..."""
+    accounts: list[Account] = []
+    for position, item in enumerate(text.split(","), start=1):
+        item = item.strip()
+        if not item:
+            raise ConfigError(variable, f"entry {position} is empty (expected key or name=key)")
+        name, sep, key = item.partition("=")
+        if not sep:
+            name, key = str(position), item
+        name, key = name.strip(), key.strip()
+        if not _ACCOUNT_NAME.fullmatch(name):
+            raise ConfigError(
+                variable, f"entry {position}: account name must be 1-64 of A-Z a-z 0-9 _ . -"
+            )
+        if not key or any(c.isspace() for c in key):
+            raise ConfigError(variable, f"entry {position} ({name}): the key is empty or has spaces")
+        if any(a.name == name for a in accounts):
+            raise ConfigError(variable, f"account name {name!r} is used twice")
+        accounts.append(Account(provider=provider, name=name, key=key))
+    return tuple(accounts)
+
+
+def parse_state_url(text: str) -> StateURL:
+    variable = "REAPER_STATE"
+    if text.startswith("sqlite:///"):
+        path = text[len("sqlite:///") :]
+        if not path:
+            raise ConfigError(variable, "expected sqlite:///<path>, the path is empty")
+        # sqlite:////abs/path and sqlite:///relative/path, as SQLAlchemy spells them.
+        return StateURL("sqlite", path)
+    if text.startswith("dynamodb://"):
+        table = text[len("dynamodb://") :]
+        if not re.fullmatch(r"[A-Za-z0-9_.-]{3,255}", table):
+            raise ConfigError(variable, "expected dynamodb://<table> with a valid table name")
+        return StateURL("dynamodb", table)
+    raise ConfigError(variable, f"expected sqlite:///<path> or dynamodb://<table>, got {text!r}")
+
+
+def _parse_url(text: str, variable: str) -> str:
+    parts = urlsplit(text.strip())
+    if parts.scheme not in ("http", "https") or not parts.netloc:
+        raise ConfigError(variable, f"expected an http(s) URL, got {text!r}")
+    return text.strip().rstrip("/")
+
+
+def _parse_int(text: str, variable: str, minimum: int) -> int:
+    try:
+        value = int(text.strip())
+    except ValueError:
+        raise ConfigError(variable, f"expected a whole number >= {minimum}, got {text!r}") from None
+    if value < minimum:
+        raise ConfigError(variable, f"expected a whole number >= {minimum}, got {text!r}")
+    return value
+
+
+def _parse_float(text: str, variable: str) -> float:
+    try:
+        value = float(text.strip())
+    except ValueError:
+        raise ConfigError(variable, f"expected an amount in USD like 5 or 2.50, got {text!r}") from None
+    if not value >= 0 or value == float("inf"):
+        raise ConfigError(variable, f"expected an amount in USD >= 0, got {text!r}")
+    return value
+
+
+_TRUE = {"1", "true", "yes", "on"}
+_FALSE = {"0", "false", "no", "off"}
+
+
+def _parse_bool(text: str, variable: str) -> bool:
+    lowered = text.strip().lower()
+    if lowered in _TRUE:
+        return True
+    if lowered in _FALSE:
+        return False
+    raise ConfigError(variable, f"expected true or false, got {text!r}")
+
+
+def _parse_url_key(text: str, variable: str) -> str:
+    """Ping and admin keys travel in URL paths and headers: no spaces, no slashes."""
+    value = text.strip()
+    if not re.fullmatch(r"[A-Za-z0-9._~+=-]+", value):
+        raise ConfigError(variable, "expected letters, digits and . _ ~ + = - only (it goes in URLs)")
+    return value
+
+
+def read_dotenv(path: Path) -> dict[str, str]:
+    """A small `.env` reader: KEY=VALUE lines, `export ` prefixes, quotes, `#` comments.
+
+    Written here rather than pulled in as a dependency because this is all of it that reaper
+    needs, and the Lambda package stays smaller.
+    """
+    values: dict[str, str] = {}
+    try:
+        text = path.read_text(encoding="utf-8")
+    except FileNotFoundError:
+        return values
+    except (OSError, UnicodeDecodeError) as exc:
+        raise ConfigError(str(path), f"cannot read the .env file ({exc.__class__.__name__})") from None
+    for number, raw in enumerate(text.splitlines(), start=1):
+        line = raw.strip()
+        if not line or line.startswith("#"):
+            continue
+        if line.startswith("export "):
+            line = line[len("export ") :].lstrip()
+        name, sep, value = line.partition("=")
+        name = name.strip()
+        if not sep or not re.fullmatch(r"[A-Za-z_][A-Za-z0-9_]*", name):
+            raise ConfigError(f"{path.name} line {number}", "expected NAME=value")
+        value = value.strip()
+        if len(value) >= 2 and value[0] == value[-1] and value[0] in "\"'":
+            value = value[1:-1]
+        elif " #" in value:
+            value = value.split(" #", 1)[0].rstrip()
+        values[name] = value
+    return values
+
+
+def load_settings(
+    environ: Mapping[str, str] | None = None, *, dotenv: Path | None = Path(".env")
+) -> Settings:
+    """Build the settings from the environment, with a `.env` file under it.
+
+    Variables already in the environment win over the file, as with every dotenv tool. An
+    empty value counts as unset.
+    """
+    env: dict[str, str] = read_dotenv(dotenv) if dotenv is not None else {}
+    env.update(os.environ if environ is None else environ)
+
+    def get(name: str) -> str | None:
+        value = env.get(name)
+        return value if value is not None and value.strip() != "" else None
+
+    kwargs: dict[str, object] = {}
+
+    if (raw := get("RUNPOD_API_KEY")) is not None:
+        kwargs["runpod_accounts"] = parse_accounts(raw, "RUNPOD_API_KEY", "runpod")
+    if (raw := get("VAST_API_KEY")) is not None:
+        kwargs["vast_accounts"] = parse_accounts(raw, "VAST_API_KEY", "vast")
+    for variable, attr in (
+        ("RUNPOD_API_URL", "runpod_api_url"),
+        ("RUNPOD_GRAPHQL_URL", "runpod_graphql_url"),
+        ("VAST_API_URL", "vast_api_url"),
+        ("TELEGRAM_API_URL", "telegram_api_url"),
+    ):
+        if (raw := get(variable)) is not None:
+            kwargs[attr] = _parse_url(raw, variable)
+
+    if (raw := get("REAPER_MODE")) is not None:
+        mode = raw.strip().lower()
+        if mode not in ("enforce", "observe"):
+            raise ConfigError("REAPER_MODE", f"expected enforce or observe, got {raw!r}")
+        kwargs["mode"] = mode
+
+    for variable, attr in (
+        ("REAPER_STOPPED_TTL", "stopped_ttl"),
+        ("REAPER_WARN_BEFORE", "warn_before"),
+        ("HEARTBEAT_TIMEOUT", "heartbeat_timeout"),
+        ("HEARTBEAT_REPEAT", "heartbeat_repeat"),
+        ("REAPER_REAP_EVERY", "reap_every"),
+        ("REAPER_WATCH_EVERY", "watch_every"),
+        ("REAPER_MAX_RUNTIME", "max_runtime"),
+        ("IDLE_ALERT_AFTER", "idle_alert_after"),
+    ):
+        if (raw := get(variable)) is not None:
+            kwargs[attr] = parse_duration(raw, variable)
+
+    if (raw := get("REAPER_MAX_TERMINATIONS")) is not None:
+        kwargs["max_terminations"] = _parse_int(raw, "REAPER_MAX_TERMINATIONS", 0)
+    if (raw := get("REAPER_MAX_MONITORS")) is not None:
+        kwargs["max_monitors"] = _parse_int(raw, "REAPER_MAX_MONITORS", 1)
+    if (raw := get("BALANCE_MIN")) is not None:
+        kwargs["balance_min"] = _parse_float(raw, "BALANCE_MIN")
+    if (raw := get("HEARTBEAT_REQUIRED")) is not None:
+        kwargs["heartbeat_required"] = _parse_bool(raw, "HEARTBEAT_REQUIRED")
+    if (raw := get("REAPER_PROTECT")) is not None:
+        kwargs["protect_marker"] = raw.strip()
+    if (raw := get("REAPER_STATE")) is not None:
+        kwargs["state"] = parse_state_url(raw.strip())
+    if (raw := get("REAPER_PING_KEY")) is not None:
+        kwargs["ping_key"] = _parse_url_key(raw, "REAPER_PING_KEY")
+    if (raw := get("REAPER_ADMIN_KEY")) is not None:
+        kwargs["admin_key"] = _parse_url_key(raw, "REAPER_ADMIN_KEY")
+
+    token, chat = get("TELEGRAM_BOT_TOKEN"), get("TELEGRAM_CHAT_ID")
+    if token and not chat:
+        raise ConfigError("TELEGRAM_CHAT_ID", "required when TELEGRAM_BOT_TOKEN is set")
+    if chat and not token:
+        raise ConfigError("TELEGRAM_BOT_TOKEN", "required when TELEGRAM_CHAT_ID is set")
+    if token and chat:
+        if not re.fullmatch(r"\d+:[A-Za-z0-9_-]+", token.strip()):
+            raise ConfigError("TELEGRAM_BOT_TOKEN", "expected a bot token like 123456:ABC-DEF...")
+        if not re.fullmatch(r"-?\d+|@[A-Za-z0-9_]{5,}", chat.strip()):
+            raise ConfigError("TELEGRAM_CHAT_ID", "expected a numeric chat id or @channelname")
+        kwargs["telegram_bot_token"] = token.strip()
+        kwargs["telegram_chat_id"] = chat.strip()
+    if (raw := get("BARK_URL")) is not None:
+        url = _parse_url(raw, "BARK_URL")
+        if not urlsplit(url).path.strip("/"):
+            raise ConfigError("BARK_URL", "expected https://<server>/<device_key>, the key is missing")
+        kwargs["bark_url"] = url
+
+    settings = Settings(**kwargs)  # type: ignore[arg-type]
+    _check_relations(settings)
+    return settings
+
+
+def _check_relations(settings: Settings) -> None:
+    if settings.stopped_ttl < timedelta(hours=1):
+        raise ConfigError("REAPER_STOPPED_TTL", "must be at least 1h")
+    if settings.warn_before >= settings.stopped_ttl:
+        raise ConfigError(
+            "REAPER_WARN_BEFORE", "must be less than REAPER_STOPPED_TTL (the warning comes first)"
+        )
+    if not settings.protect_marker:
+        raise ConfigError("REAPER_PROTECT", "expected a non-empty marker such as reaper:keep")

@@ -1,0 +1,270 @@
+"""The shapes every part of reaper agrees on.
+
+Providers normalise their answers into `Instance`; the policy turns instances plus `History`
+into `Decision`s; the store keeps `History`, `AuditRecord`s and `Monitor`s; every alert is an
+`Alert`. Keeping them in one module is what lets the policy stay pure and testable: it sees
+only these values, never a client or a database.
+"""
+
+from __future__ import annotations
+
+from datetime import datetime
+from typing import Literal
+
+from pydantic import BaseModel, ConfigDict, Field
+
+ProviderName = Literal["runpod", "vast"]
+PROVIDERS: tuple[ProviderName, ...] = ("runpod", "vast")
+
+# The five states of the public contract. Anything a provider says that is not clearly one of
+# the first four is "unknown": never reaped, and it keeps (does not reset) the stopped clock.
+State = Literal["running", "starting", "stopped", "terminated", "unknown"]
+
+Action = Literal["terminate", "warn", "protect", "hold"]
+AlertLevel = Literal["info", "warning", "critical"]
+
+
+def instance_key(provider: str, instance_id: str) -> str:
+    """The one spelling of an instance's identity in the store and in `reaper keep`.
+
+    Instance ids are unique per provider, so the account is not part of the key: the same pod
+    seen through two configured keys of one account is one pod.
+    """
+    return f"{provider}:{instance_id}"
+
+
+class Instance(BaseModel):
+    """One pod or instance as a provider listed it, normalised.
+
+    Secrets that providers put in their answers (RunPod `env`, Vast `extra_env`,
+    `jupyter_token`, `onstart`, ssh keys) are dropped by the clients before this is built and
+    have no field here.
+    """
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    provider: ProviderName
+    account: str
+    id: str
+    name: str = ""
+    state: State
+    raw_status: str
+    # Filled by the reap pass from the store's first-seen-stopped record; providers leave it None
+    # because neither API reports when an instance stopped.
+    stopped_since: datetime | None = None
+    # What the instance bills now, in USD per hour (a stopped one: its storage); None = unknown.
+    cost_per_hour: float | None = None
+    # RunPod `locked`: the user asked that it never be stopped or reset; never touched.
+    locked: bool = False
+    # RunPod cluster id for a cluster member: such pods cannot be deleted via the pod endpoints.
+    cluster_id: str | None = None
+    # GPU utilisation in percent (0-100), averaged over the instance's GPUs; None when unknown.
+    gpu_util: float | None = None
+    created_at: datetime | None = None
+    started_at: datetime | None = None
+    # Disk sizes, for the warning message (what will be lost) and storage costs.
+    container_disk_gb: float | None = None
+    volume_disk_gb: float | None = None
+    network_volume_id: str | None = None
+    # The provider's console page for this instance, for alerts (Bark `url`).
+    console_url: str | None = None
+
+    @property
+    def key(self) -> str:
+        return instance_key(self.provider, self.id)
+
+
+class KeptInstance(BaseModel):
+    """An instance spared by `reaper keep`, optionally until a time."""
+
+    model_config = ConfigDict(frozen=True)
+
+    key: str
+    since: datetime
+    until: datetime | None = None
+
+    def active(self, now: datetime) -> bool:
+        return self.until is None or now < self.until
+
+
+class History(BaseModel):
+    """What the store remembers about the fleet, as the policy needs it.
+
+    `first_seen_stopped` is the start of the current stopped stretch (the providers have no
+    "stopped at" field, so the reaper records when it first saw each instance stopped).
+    `warned_at` is when a termination warning went out in that stretch; a warning older than
+    the stretch's start belongs to an earlier stretch and does not count.
+    """
+
+    model_config = ConfigDict(frozen=True)
+
+    first_seen_stopped: dict[str, datetime] = Field(default_factory=dict)
+    warned_at: dict[str, datetime] = Field(default_factory=dict)
+    kept: dict[str, KeptInstance] = Field(default_factory=dict)
+
+
+class Decision(BaseModel):
+    """What the policy decided for one instance, and why, in words a human reads."""
+
+    model_config = ConfigDict(frozen=True)
+
+    instance: Instance
+    action: Action
+    reason: str
+    # When the instance becomes (or became) due for termination; None when not stopped.
+    due_at: datetime | None = None
+
+
+class ClockChange(BaseModel):
+    """A change to the stopped clock that the reap pass must record.
+
+    `start`: first seen stopped now; `reset`: running or starting again, which also voids the
+    stretch's warnings.
+    """
+
+    model_config = ConfigDict(frozen=True)
+
+    key: str
+    change: Literal["start", "reset"]
+    at: datetime
+
+
+class Plan(BaseModel):
+    """The policy's whole answer for one pass."""
+
+    model_config = ConfigDict(frozen=True)
+
+    decisions: list[Decision]
+    clock_changes: list[ClockChange]
+    # Instances whose stopped clock has started by now, with `stopped_since` filled in.
+    instances: list[Instance]
+    # True when more terminations were due than REAPER_MAX_TERMINATIONS allows: all are `hold`.
+    cap_exceeded: bool = False
+    due_count: int = 0
+
+
+class AuditRecord(BaseModel):
+    """One termination, kept for `reaper audit`: what, why, when, confirmed."""
+
+    model_config = ConfigDict(frozen=True)
+
+    provider: ProviderName
+    account: str
+    id: str
+    name: str
+    reason: str
+    requested_at: datetime
+    stopped_since: datetime | None = None
+    cost_per_hour: float | None = None
+    # "deleted" (2xx), "not_found" (already gone), "failed" (error, see detail).
+    result: Literal["deleted", "not_found", "failed"]
+    detail: str = ""
+    confirmed: bool = False
+    confirmed_at: datetime | None = None
+
+    @property
+    def key(self) -> str:
+        return instance_key(self.provider, self.id)
+
+
+class ReapRun(BaseModel):
+    """The summary of a completed reap pass; the watcher alerts when these stop coming."""
+
+    model_config = ConfigDict(frozen=True)
+
+    at: datetime
+    finished_at: datetime
+    dry_run: bool
+    mode: Literal["enforce", "observe"]
+    instances: int
+    terminated: int
+    warned: int
+    errors: int
+    exit_code: int
+
+
+MonitorStatus = Literal["new", "up", "down", "retired"]
+
+
+class Monitor(BaseModel):
+    """A heartbeat monitor: one host pinging `/ping/<key>/<host>`."""
+
+    model_config = ConfigDict(frozen=True)
+
+    host: str
+    status: MonitorStatus = "new"
+    created_at: datetime
+    last_ping_at: datetime | None = None
+    last_ping_kind: Literal["ping", "start", "fail", "exit", "bye"] | None = None
+    last_exit_status: int | None = None
+    last_message: str = ""
+    # A `/start` not yet followed by a ping, a `/fail` or an exit status.
+    job_started_at: datetime | None = None
+    down_since: datetime | None = None
+    last_alert_at: datetime | None = None
+    bye_at: datetime | None = None
+    # Set once the "instance stopped, the reaper takes over" note went out for this outage.
+    stopped_noted: bool = False
+
+
+class Alert(BaseModel):
+    """One message for the phone. `dedup_key` groups repeats of the same condition (Bark `id`)."""
+
+    model_config = ConfigDict(frozen=True)
+
+    title: str
+    body: str = ""
+    level: AlertLevel = "warning"
+    dedup_key: str = ""
+    url: str | None = None
+    # The event name for logs and grouping, e.g. "termination_warning".
+    event: str = "alert"
+
+
+class Delivery(BaseModel):
+    """The result of sending one alert through one channel."""
+
+    model_config = ConfigDict(frozen=True)
+
+    channel: str
+    ok: bool
+    detail: str = ""
+
+
+class Episode(BaseModel):
+    """A condition that is open until it clears (balance low, a leak, an idle GPU, a silent
+    reaper). Alerting per episode, not per pass, is what keeps a condition from becoming an
+    alert storm."""
+
+    model_config = ConfigDict(frozen=True)
+
+    key: str
+    opened_at: datetime
+    detail: str = ""
+    alerted_at: datetime | None = None
+
+
+class Balance(BaseModel):
+    model_config = ConfigDict(frozen=True)
+
+    provider: ProviderName
+    account: str
+    balance: float | None = None
+    spend_per_hour: float | None = None
+    spend_limit: float | None = None
+
+
+class Volume(BaseModel):
+    """A network volume (RunPod) or a volume (Vast), for the leak guards."""
+
+    model_config = ConfigDict(frozen=True)
+
+    provider: ProviderName
+    account: str
+    id: str
+    name: str = ""
+    size_gb: float | None = None
+    # True when some pod/instance/endpoint references it; None when that cannot be told.
+    attached: bool | None = None
+    cost_per_month: float | None = None
+    created_at: datetime | None = None

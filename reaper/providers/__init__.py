@@ -1,0 +1,1 @@
+"""Provider clients (RunPod REST v2, Vast) and their emulators."""

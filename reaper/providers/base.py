@@ -1,0 +1,44 @@
+"""What the reap pass and the watcher need from a provider, and nothing more.
+
+One client per configured account. Every method is async so that all accounts of both providers
+are listed concurrently; every failure surfaces as `ProviderError`, which the pass turns into an
+error for that account (never a shorter fleet, never an exception that stops the others).
+"""
+
+from __future__ import annotations
+
+from typing import Literal, Protocol
+
+from reaper.models import Balance, Instance, ProviderName, Volume
+
+TerminateOutcome = Literal["deleted", "not_found"]
+
+
+class ProviderError(Exception):
+    """A provider call failed for good (after retries). The message never holds a key."""
+
+    def __init__(self, provider: ProviderName, account: str, message: str) -> None:
+        super().__init__(message)
+        self.provider = provider
+        self.account = account
+        self.message = message
+
+
+class ProviderClient(Protocol):
+    provider: ProviderName
+    account: str
+
+    async def list_instances(self) -> list[Instance]:
+        """Every instance of the account, complete, or ProviderError (never a partial list)."""
+        ...
+
+    async def terminate(self, instance_id: str) -> TerminateOutcome:
+        """Ask for deletion. "not_found" only when the provider clearly says it is gone; an
+        auth or session error that looks like a 404 raises ProviderError instead."""
+        ...
+
+    async def balance(self) -> Balance: ...
+
+    async def volumes(self) -> list[Volume]: ...
+
+    async def aclose(self) -> None: ...

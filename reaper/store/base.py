@@ -1,0 +1,108 @@
+"""The store interface: one contract, two backends (SQLite locally, DynamoDB on AWS).
+
+Everything the reaper must remember between passes lives behind this protocol, and the shared
+contract tests in `tests/store_contract.py` run against every backend. Methods are small and
+each is one short transaction, so that two processes (a `serve` and a manual `reaper reap`) can
+share one store safely.
+"""
+
+from __future__ import annotations
+
+from datetime import datetime, timedelta
+from typing import Protocol
+
+from reaper.models import AuditRecord, Episode, History, KeptInstance, Monitor, ReapRun
+
+
+class ReadOnlyStoreError(RuntimeError):
+    """A write was attempted on a store opened read-only (a dry run)."""
+
+
+class Store(Protocol):
+    read_only: bool
+
+    # --- the reap history -------------------------------------------------------------
+    def history(self) -> History:
+        """First-seen-stopped times, warnings and kept instances, as the policy needs them."""
+        ...
+
+    def start_stopped_clock(self, key: str, at: datetime) -> None:
+        """Record the start of a stopped stretch; a no-op if one is already recorded."""
+        ...
+
+    def reset_stopped_clock(self, key: str) -> None:
+        """The instance runs again: forget its stretch and the stretch's warnings."""
+        ...
+
+    def record_warning(self, key: str, at: datetime) -> bool:
+        """Record a termination warning for the current stretch.
+
+        Returns False (and changes nothing) when this stretch already has a warning, so that two
+        overlapping passes never send it twice.
+        """
+        ...
+
+    def keep(self, kept: KeptInstance) -> None: ...
+
+    def unkeep(self, key: str) -> bool: ...
+
+    # --- the reap lease -----------------------------------------------------------------
+    def acquire_lease(self, name: str, owner: str, now: datetime, ttl: timedelta) -> bool:
+        """Take the named lease if free or expired. True if `owner` now holds it."""
+        ...
+
+    def release_lease(self, name: str, owner: str) -> None:
+        """Release the lease if `owner` holds it; otherwise change nothing."""
+        ...
+
+    # --- audit and runs -----------------------------------------------------------------
+    def record_termination(self, record: AuditRecord) -> None:
+        """Insert or replace the audit record identified by (provider, id, requested_at)."""
+        ...
+
+    def audit_log(self, since: datetime | None = None) -> list[AuditRecord]:
+        """Termination records, oldest first; only those requested at or after `since`."""
+        ...
+
+    def record_reap(self, run: ReapRun) -> None: ...
+
+    def last_reap(self) -> ReapRun | None:
+        """The most recent completed pass (by `finished_at`), dry runs included."""
+        ...
+
+    # --- heartbeat monitors -------------------------------------------------------------
+    def get_monitor(self, host: str) -> Monitor | None: ...
+
+    def put_monitor(self, monitor: Monitor) -> None:
+        """Insert or replace a monitor by host."""
+        ...
+
+    def create_monitor(self, monitor: Monitor, limit: int) -> bool:
+        """Insert a new monitor unless `limit` non-retired monitors exist already or the host
+        exists. True if inserted."""
+        ...
+
+    def list_monitors(self) -> list[Monitor]:
+        """All monitors, ordered by host."""
+        ...
+
+    def delete_monitor(self, host: str) -> None: ...
+
+    # --- alert de-duplication and episodes ----------------------------------------------
+    def claim_alert(self, key: str, now: datetime, window: timedelta) -> bool:
+        """True the first time `key` is claimed within `window`; False for a duplicate."""
+        ...
+
+    def open_episode(self, key: str, at: datetime, detail: str = "") -> Episode:
+        """Open the episode if it is not open; return it as stored (the older one if open)."""
+        ...
+
+    def mark_episode_alerted(self, key: str, at: datetime, detail: str | None = None) -> None: ...
+
+    def close_episode(self, key: str) -> Episode | None:
+        """Close the episode; return what was open, or None."""
+        ...
+
+    def open_episodes(self, prefix: str = "") -> list[Episode]: ...
+
+    def close(self) -> None: ...
