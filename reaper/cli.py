@@ -92,7 +92,10 @@ def _run_reap(args: argparse.Namespace, settings: Settings) -> int:
     from reaper.reap import reap_command
 
     return reap_command(
-        settings, dry_run=args.dry_run, json_output=args.json, max_terminations=args.max_terminations
+        settings,
+        dry_run=args.dry_run,
+        json_output=args.json,
+        max_terminations=args.max_terminations,
     )
 
 

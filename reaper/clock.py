@@ -62,4 +62,28 @@ def as_utc(moment: datetime) -> datetime:
     return moment.replace(tzinfo=UTC) if moment.tzinfo is None else moment.astimezone(UTC)
 
 
-__all__ = ["Clock", "FakeClock", "SystemClock", "as_utc", "iso", "parse_time", "timedelta"]
+def human_duration(span: timedelta) -> str:
+    """A duration as people write it: "3d4h", "1h30m", "45s"; negative spans read as "0s"."""
+    seconds = max(0, int(span.total_seconds()))
+    parts: list[str] = []
+    for unit, size in (("d", 86400), ("h", 3600), ("m", 60)):
+        if seconds >= size:
+            parts.append(f"{seconds // size}{unit}")
+            seconds %= size
+        if len(parts) == 2:
+            return "".join(parts)
+    if seconds or not parts:
+        parts.append(f"{seconds}s")
+    return "".join(parts[:2])
+
+
+__all__ = [
+    "Clock",
+    "FakeClock",
+    "SystemClock",
+    "as_utc",
+    "human_duration",
+    "iso",
+    "parse_time",
+    "timedelta",
+]

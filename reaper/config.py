@@ -133,7 +133,9 @@ def parse_accounts(text: str, variable: str, provider: ProviderName) -> tuple[Ac
                 variable, f"entry {position}: account name must be 1-64 of A-Z a-z 0-9 _ . -"
             )
         if not key or any(c.isspace() for c in key):
-            raise ConfigError(variable, f"entry {position} ({name}): the key is empty or has spaces")
+            raise ConfigError(
+                variable, f"entry {position} ({name}): the key is empty or has spaces"
+            )
         if any(a.name == name for a in accounts):
             raise ConfigError(variable, f"account name {name!r} is used twice")
         accounts.append(Account(provider=provider, name=name, key=key))
@@ -177,7 +179,9 @@ def _parse_float(text: str, variable: str) -> float:
     try:
         value = float(text.strip())
     except ValueError:
-        raise ConfigError(variable, f"expected an amount in USD like 5 or 2.50, got {text!r}") from None
+        raise ConfigError(
+            variable, f"expected an amount in USD like 5 or 2.50, got {text!r}"
+        ) from None
     if not value >= 0 or value == float("inf"):
         raise ConfigError(variable, f"expected an amount in USD >= 0, got {text!r}")
     return value
@@ -200,7 +204,9 @@ def _parse_url_key(text: str, variable: str) -> str:
     """Ping and admin keys travel in URL paths and headers: no spaces, no slashes."""
     value = text.strip()
     if not re.fullmatch(r"[A-Za-z0-9._~+=-]+", value):
-        raise ConfigError(variable, "expected letters, digits and . _ ~ + = - only (it goes in URLs)")
+        raise ConfigError(
+            variable, "expected letters, digits and . _ ~ + = - only (it goes in URLs)"
+        )
     return value
 
 
@@ -216,7 +222,9 @@ def read_dotenv(path: Path) -> dict[str, str]:
     except FileNotFoundError:
         return values
     except (OSError, UnicodeDecodeError) as exc:
-        raise ConfigError(str(path), f"cannot read the .env file ({exc.__class__.__name__})") from None
+        raise ConfigError(
+            str(path), f"cannot read the .env file ({exc.__class__.__name__})"
+        ) from None
     for number, raw in enumerate(text.splitlines(), start=1):
         line = raw.strip()
         if not line or line.startswith("#"):
@@ -317,7 +325,9 @@ def load_settings(
     if (raw := get("BARK_URL")) is not None:
         url = _parse_url(raw, "BARK_URL")
         if not urlsplit(url).path.strip("/"):
-            raise ConfigError("BARK_URL", "expected https://<server>/<device_key>, the key is missing")
+            raise ConfigError(
+                "BARK_URL", "expected https://<server>/<device_key>, the key is missing"
+            )
         kwargs["bark_url"] = url
 
     settings = Settings(**kwargs)  # type: ignore[arg-type]

@@ -37,7 +37,9 @@ def redact(text: str) -> str:
     return text
 
 
-def configure(*, json_lines: bool | None = None, stream: TextIO | None = None, quiet: bool = False) -> None:
+def configure(
+    *, json_lines: bool | None = None, stream: TextIO | None = None, quiet: bool = False
+) -> None:
     """Choose the format: JSON lines when asked, or by default when running on Lambda."""
     global _json_mode, _stream, _quiet
     _json_mode = json_lines
