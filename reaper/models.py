@@ -156,8 +156,9 @@ class AuditRecord(BaseModel):
     requested_at: datetime
     stopped_since: datetime | None = None
     cost_per_hour: float | None = None
+    # "requested" (written before the call, so a crash mid-call still leaves a record),
     # "deleted" (2xx), "not_found" (already gone), "failed" (error, see detail).
-    result: Literal["deleted", "not_found", "failed"]
+    result: Literal["requested", "deleted", "not_found", "failed"]
     detail: str = ""
     confirmed: bool = False
     confirmed_at: datetime | None = None
