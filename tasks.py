@@ -1,0 +1,27 @@
+"""`invoke` tasks: shortcuts over the same code paths as the `reaper` command."""
+
+from __future__ import annotations
+
+import shutil
+import sys
+
+from invoke import task
+from invoke.context import Context
+
+
+@task(help={"dry_run": "decide and report; change nothing", "json": "print one JSON object"})
+def reap(c: Context, dry_run: bool = False, json: bool = False) -> None:
+    """One reap pass: the same as `reaper reap [--dry-run] [--json]`."""
+    from reaper.cli import main
+
+    args = ["reap"] + (["--dry-run"] if dry_run else []) + (["--json"] if json else [])
+    code = main(args)
+    if code:
+        sys.exit(code)
+
+
+@task(help={"stage": "serverless stage (default: prod)"})
+def deploy(c: Context, stage: str = "prod") -> None:
+    """Deploy to AWS with the Serverless Framework (see README "Deploy on AWS")."""
+    binary = shutil.which("serverless") or shutil.which("sls") or "node_modules/.bin/serverless"
+    c.run(f"{binary} deploy --stage {stage}", pty=False)
