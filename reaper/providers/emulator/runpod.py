@@ -1,0 +1,472 @@
+"""A RunPod REST v2 emulator that answers as `openapi-v2.json` says, plus the one GraphQL
+query reaper still makes.
+
+Routes (under `/v2`, so `rest_url` is what `RUNPOD_API_URL` points at): `GET /pods`
+(`includeClusterPods`), `GET|DELETE /pods/{id}`, `GET /network-volumes`, `GET /serverless`;
+and `POST /graphql` for `myself { clientBalance currentSpendPerHr spendLimit }`. Errors are
+RFC 9457 problems (`application/problem+json`); 429 carries `Retry-After`, `RateLimit` and
+`RateLimit-Policy` as the spec shows; authenticated answers carry the rate-limit headers too.
+"""
+
+from __future__ import annotations
+
+import itertools
+import math
+import re
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from typing import Any
+
+from reaper.clock import iso
+from reaper.providers.emulator.server import EmulatorServer, Request, Response, status_title
+
+_POD_PATH = re.compile(r"^/v2/pods/([^/]+)$")
+_ACTIONS = {
+    "RUNNING": ["stop", "restart", "terminate"],
+    "PROVISIONING": ["stop", "terminate"],
+    "STARTING": ["stop", "terminate"],
+    "EXITED": ["start", "terminate"],
+    "ERROR": ["terminate"],
+    "TERMINATED": [],
+}
+
+
+@dataclass
+class _Pod:
+    account: str
+    data: dict[str, Any]
+    running_cost: float
+    gpu_utils: list[int]
+    # Reads left while a deleted pod is still listed as TERMINATED; None while it lives.
+    linger: int | None = None
+
+
+class RunPodEmulator(EmulatorServer):
+    """Control API: `add_pod`, `set_status`, `modify_pod`, `add_raw_pod`, `remove_pod`,
+    `add_network_volume`, `add_endpoint`, `set_balance`, `graphql_retired`, plus the shared
+    knobs of `EmulatorServer`.
+
+    `delete_linger_reads`: a deleted pod stays listed as TERMINATED for that many listings,
+    then disappears. `delete_never_confirms`: DELETE answers 204 but the pod stays, EXITED.
+    """
+
+    provider = "runpod"
+
+    def __init__(
+        self,
+        keys: Mapping[str, str] | None = None,
+        *,
+        delete_linger_reads: int = 0,
+        delete_never_confirms: bool = False,
+        now: Callable[[], datetime] | None = None,
+        host: str = "127.0.0.1",
+    ) -> None:
+        super().__init__(keys, host=host)
+        self.delete_linger_reads = delete_linger_reads
+        self.delete_never_confirms = delete_never_confirms
+        # A status code (404, 410) makes the GraphQL endpoint answer as retired.
+        self.graphql_retired: int | None = None
+        self._now = now or (lambda: datetime.now(UTC))
+        self._pods: dict[str, _Pod] = {}
+        self._raw: list[tuple[str, Any]] = []
+        self._volumes: dict[str, list[dict[str, Any]]] = {}
+        self._endpoints: dict[str, list[dict[str, Any]]] = {}
+        self._balances: dict[str, dict[str, float | None]] = {}
+        self._ids = itertools.count(1)
+
+    @property
+    def rest_url(self) -> str:
+        """What `RUNPOD_API_URL` is set to."""
+        return f"{self.url}/v2"
+
+    @property
+    def graphql_url(self) -> str:
+        """What `RUNPOD_GRAPHQL_URL` is set to."""
+        return f"{self.url}/graphql"
+
+    # ---- fleet control ---------------------------------------------------------------------
+
+    def add_pod(
+        self,
+        pod_id: str | None = None,
+        *,
+        account: str | None = None,
+        name: str = "training-pod",
+        status: str = "RUNNING",
+        cost: float = 0.44,
+        locked: bool = False,
+        cluster_id: str | None = None,
+        gpu_utils: list[int] | None = None,
+        disk: int = 50,
+        volume_gb: int | None = 20,
+        network_volume_id: str | None = None,
+        env: dict[str, str] | None = None,
+        created_at: datetime | None = None,
+        **overrides: Any,
+    ) -> str:
+        """Add a pod shaped like the spec's `Pod` example; returns its id."""
+        pod_id = pod_id or f"rp{next(self._ids):08d}emu"
+        created = created_at or self._now()
+        mounts: dict[str, Any] = {}
+        if network_volume_id is not None:
+            mounts["network"] = [{"volumeId": network_volume_id, "path": "/runpod-volume"}]
+        elif volume_gb is not None:
+            mounts["persistent"] = {"size": volume_gb, "path": "/workspace"}
+        data: dict[str, Any] = {
+            "id": pod_id,
+            "name": name,
+            "image": "runpod/pytorch:1.0.2-cu1281-torch280-ubuntu2404",
+            "args": "",
+            "disk": disk,
+            "ports": ["8888/http", "22/tcp"],
+            "env": dict(env or {"MODEL_NAME": "llama-3"}),
+            "registry": None,
+            "status": status,
+            "actions": [],
+            "mounts": mounts,
+            "gpu": {"id": "NVIDIA GeForce RTX 4090", "count": max(1, len(gpu_utils or [0]))},
+            "cloud": "SECURE",
+            "dataCenterId": "US-KS-2",
+            "cudaVersion": "12.8",
+            "ssh": {"proxy": None, "direct": None},
+            "template": None,
+            "cost": cost,
+            "locked": locked,
+            "globalNetworking": {"enabled": False},
+            "runtime": None,
+            "createdAt": iso(created),
+            "startedAt": iso(created),
+        }
+        if cluster_id is not None:
+            data["cluster"] = {"id": cluster_id, "rank": 0}
+        with self.lock:
+            self._pods[pod_id] = _Pod(
+                account or self.default_account(), data, cost, list(gpu_utils or [0])
+            )
+            self._apply_status(self._pods[pod_id], status)
+            data.update(overrides)
+        return pod_id
+
+    def set_status(self, pod_id: str, status: str, *, cost: float | None = None) -> None:
+        """Move a pod to `status` (any string, so unknown values can be tested); `cost`,
+        `runtime`, `actions` and `ssh` follow as the spec describes for that status."""
+        with self.lock:
+            pod = self._pods[pod_id]
+            if cost is not None:
+                pod.running_cost = cost
+            self._apply_status(pod, status)
+
+    def set_gpu_utils(self, pod_id: str, utils: list[int]) -> None:
+        with self.lock:
+            pod = self._pods[pod_id]
+            pod.gpu_utils = list(utils)
+            self._apply_status(pod, pod.data["status"])
+
+    def modify_pod(self, pod_id: str, **fields: Any) -> None:
+        """Set raw fields as they are (None included), e.g. to make a pod malformed."""
+        with self.lock:
+            self._pods[pod_id].data.update(fields)
+
+    def drop_field(self, pod_id: str, *names: str) -> None:
+        with self.lock:
+            for name in names:
+                self._pods[pod_id].data.pop(name, None)
+
+    def add_raw_pod(self, raw: Any, *, account: str | None = None) -> None:
+        """List `raw` verbatim (any JSON value), to test malformed answers."""
+        with self.lock:
+            self._raw.append((account or self.default_account(), raw))
+
+    def clear_raw_pods(self) -> None:
+        with self.lock:
+            self._raw.clear()
+
+    def remove_pod(self, pod_id: str) -> None:
+        with self.lock:
+            self._pods.pop(pod_id, None)
+
+    def pod(self, pod_id: str) -> dict[str, Any] | None:
+        with self.lock:
+            pod = self._pods.get(pod_id)
+            return dict(pod.data) if pod else None
+
+    def pod_ids(self, account: str | None = None) -> list[str]:
+        with self.lock:
+            return [
+                pid for pid, pod in self._pods.items() if account is None or pod.account == account
+            ]
+
+    def add_network_volume(
+        self,
+        volume_id: str,
+        *,
+        size: int = 100,
+        name: str = "training-dataset",
+        account: str | None = None,
+        volume_type: str = "STANDARD",
+    ) -> None:
+        volume = {
+            "id": volume_id,
+            "name": name,
+            "size": size,
+            "dataCenter": "US-KS-2",
+            "type": volume_type,
+        }
+        with self.lock:
+            self._volumes.setdefault(account or self.default_account(), []).append(volume)
+
+    def add_endpoint(
+        self,
+        endpoint_id: str,
+        *,
+        network_volumes: list[str] | None = None,
+        account: str | None = None,
+    ) -> None:
+        """A serverless endpoint shaped like the spec's example (it may reference volumes)."""
+        endpoint = {
+            "id": endpoint_id,
+            "name": "image-generator",
+            "type": "QUEUE",
+            "image": "runpod/pytorch:1.0.2-cu1281-torch280-ubuntu2404",
+            "args": "",
+            "disk": 20,
+            "ports": ["8000/http"],
+            "env": {"MODEL_NAME": "sdxl"},
+            "registry": None,
+            "gpu": {"pools": ["ADA_24"], "count": 1, "allowedCudaVersions": []},
+            "workers": {"min": 0, "max": 5, "idleTimeout": 5},
+            "scaling": {"type": "QUEUE_DELAY", "queueDelay": 4},
+            "dataCenterIds": ["US-KS-2"],
+            "networkVolumes": list(network_volumes or []),
+            "timeout": 300000,
+            "flashboot": "OFF",
+            "createdAt": iso(self._now()),
+        }
+        with self.lock:
+            self._endpoints.setdefault(account or self.default_account(), []).append(endpoint)
+
+    def set_balance(
+        self,
+        account: str | None = None,
+        *,
+        client_balance: float | None = 100.0,
+        current_spend_per_hr: float | None = None,
+        spend_limit: float | None = 80.0,
+    ) -> None:
+        """`current_spend_per_hr=None` means: the sum of the account's pods' `cost`."""
+        with self.lock:
+            self._balances[account or self.default_account()] = {
+                "clientBalance": client_balance,
+                "currentSpendPerHr": current_spend_per_hr,
+                "spendLimit": spend_limit,
+            }
+
+    # ---- status shaping --------------------------------------------------------------------
+
+    def _apply_status(self, pod: _Pod, status: str) -> None:
+        data = pod.data
+        data["status"] = status
+        data["actions"] = list(_ACTIONS.get(status, []))
+        running = status == "RUNNING"
+        billing = status in ("RUNNING", "PROVISIONING", "STARTING")
+        data["cost"] = pod.running_cost if billing else 0.0
+        data["runtime"] = (
+            {
+                "uptime": 3600,
+                "gpus": [{"util": u, "memoryUtil": min(100, u + 10)} for u in pod.gpu_utils],
+                "cpu": {"util": 12},
+                "memory": {"util": 40},
+                "ports": [{"private": 22, "public": 34446, "type": "tcp", "ip": "195.26.233.3"}],
+            }
+            if running
+            else None
+        )
+        proxy = {
+            "host": "ssh.runpod.io",
+            "port": 22,
+            "username": f"{data['id']}-64411eb2",
+            "command": f"ssh {data['id']}-64411eb2@ssh.runpod.io",
+        }
+        direct = {
+            "host": "195.26.233.3",
+            "port": 34446,
+            "username": "root",
+            "command": "ssh root@195.26.233.3 -p 34446",
+        }
+        data["ssh"] = {"proxy": proxy, "direct": direct if running else None}
+        if status == "TERMINATED":
+            data["ssh"] = {"proxy": None, "direct": None}
+
+    # ---- HTTP ------------------------------------------------------------------------------
+
+    def classify(self, method: str, path: str) -> str:
+        path = path.rstrip("/") or "/"
+        if path == "/graphql":
+            return "balance"
+        if path == "/v2/pods":
+            return "list" if method == "GET" else "create"
+        if _POD_PATH.match(path):
+            return {"GET": "get", "DELETE": "delete"}.get(method, "update")
+        if path == "/v2/network-volumes":
+            return "volumes"
+        if path == "/v2/serverless":
+            return "serverless"
+        return "other"
+
+    def is_mutating(self, request: Request) -> bool:
+        if request.kind == "balance":
+            try:
+                query = str((request.json() or {}).get("query", ""))
+            except (ValueError, AttributeError):
+                return True
+            return query.lstrip().startswith("mutation")
+        return super().is_mutating(request)
+
+    def dispatch(self, request: Request) -> Response:
+        assert request.account is not None
+        account = request.account
+        method, kind = request.method, request.kind
+        if kind == "balance":
+            return self._graphql(request, account)
+        allowed = {
+            "list": "GET",
+            "get": "GET",
+            "delete": "DELETE",
+            "volumes": "GET",
+            "serverless": "GET",
+        }
+        if kind in ("other",):
+            return self.error(request, 404, "no such route")
+        if kind in ("create", "update") or allowed.get(kind) != method:
+            return self._method_not_allowed(request)
+        if kind == "list":
+            include = request.query.get("includeClusterPods", "false").lower() == "true"
+            return self._json(200, {"pods": self._listing(account, include)}, request)
+        if kind == "get":
+            pod = self._find(account, self._pod_id(request))
+            if pod is None:
+                return self.error(request, 404, "pod not found")
+            return self._json(200, pod.data, request)
+        if kind == "delete":
+            return self._delete(request, account)
+        if kind == "volumes":
+            return self._json(
+                200, {"networkVolumes": list(self._volumes.get(account, []))}, request
+            )
+        return self._json(200, {"endpoints": list(self._endpoints.get(account, []))}, request)
+
+    def _pod_id(self, request: Request) -> str:
+        match = _POD_PATH.match(request.path.rstrip("/"))
+        return match.group(1) if match else ""
+
+    def _find(self, account: str, pod_id: str) -> _Pod | None:
+        pod = self._pods.get(pod_id)
+        if pod is None or pod.account != account or pod.linger is not None:
+            return None
+        return pod
+
+    def _listing(self, account: str, include_cluster: bool) -> list[Any]:
+        listed: list[Any] = []
+        for pod_id, pod in list(self._pods.items()):
+            if pod.account != account:
+                continue
+            if "cluster" in pod.data and not include_cluster:
+                continue
+            listed.append(dict(pod.data))
+            if pod.linger is not None:
+                pod.linger -= 1
+                if pod.linger <= 0:
+                    del self._pods[pod_id]
+        listed += [raw for owner, raw in self._raw if owner == account]
+        return listed
+
+    def _delete(self, request: Request, account: str) -> Response:
+        pod = self._find(account, self._pod_id(request))
+        if pod is None:
+            return self.error(request, 404, "pod not found")
+        if "cluster" in pod.data:
+            return self.error(
+                request,
+                409,
+                "pod belongs to a cluster and cannot be terminated via the pod endpoints",
+            )
+        if self.delete_never_confirms:
+            self._apply_status(pod, "EXITED")
+        elif self.delete_linger_reads > 0:
+            self._apply_status(pod, "TERMINATED")
+            pod.linger = self.delete_linger_reads
+        else:
+            del self._pods[pod.data["id"]]
+        return Response(204, b"", "application/json", {})
+
+    def _graphql(self, request: Request, account: str) -> Response:
+        if self.graphql_retired is not None:
+            return Response.json(
+                self.graphql_retired,
+                {"errors": [{"message": "the GraphQL API has been retired; use REST v2"}]},
+            )
+        if request.method != "POST":
+            return Response.json(405, {"errors": [{"message": "POST a query"}]})
+        try:
+            query = str((request.json() or {}).get("query", ""))
+        except (ValueError, AttributeError):
+            return Response.json(400, {"errors": [{"message": "body is not JSON"}]})
+        if "myself" not in query:
+            return Response.json(400, {"errors": [{"message": "unsupported query"}]})
+        values = dict(
+            self._balances.get(
+                account, {"clientBalance": 100.0, "currentSpendPerHr": None, "spendLimit": 80.0}
+            )
+        )
+        if values["currentSpendPerHr"] is None:
+            values["currentSpendPerHr"] = round(
+                sum(
+                    float(p.data.get("cost") or 0.0)
+                    for p in self._pods.values()
+                    if p.account == account
+                ),
+                4,
+            )
+        wanted = {k: v for k, v in values.items() if k in query}
+        return Response.json(200, {"data": {"myself": wanted}})
+
+    # ---- shapes ----------------------------------------------------------------------------
+
+    def _json(self, status: int, payload: Any, request: Request) -> Response:
+        return Response.json(status, payload)
+
+    def _method_not_allowed(self, request: Request) -> Response:
+        response = self.error(request, 405, "The requested method is not allowed for this path.")
+        response.headers["Allow"] = "GET, DELETE" if request.kind in ("get", "update") else "GET"
+        return response
+
+    def error(self, request: Request, status: int, detail: str) -> Response:
+        if request.kind == "balance":
+            return Response.json(status, {"errors": [{"message": detail}]})
+        problem = {"title": status_title(status), "status": status, "detail": detail}
+        return Response.json(status, problem, content_type="application/problem+json")
+
+    def unauthorized(self, request: Request) -> Response:
+        has_token = request.headers.get("authorization", "").lower().startswith("bearer ")
+        detail = "invalid bearer token" if has_token else "missing bearer token"
+        return self.error(request, 401, detail)
+
+    def rate_limited(self, request: Request, retry_after: float | None) -> Response:
+        response = self.error(request, 429, "rate limit exceeded for the minute window")
+        quota, _, reset = self.quota_state(request.account)
+        wait = math.ceil(retry_after) if retry_after is not None else math.ceil(reset)
+        response.headers["RateLimit"] = f'"minute";r=0;t={wait}'
+        response.headers["RateLimit-Policy"] = f'"minute";q={quota};w=60'
+        if retry_after is not None:
+            response.headers["Retry-After"] = str(math.ceil(retry_after))
+        return response
+
+    def extra_headers(self, request: Request) -> dict[str, str]:
+        if request.kind == "balance":
+            return {}
+        quota, remaining, reset = self.quota_state(request.account)
+        return {
+            "RateLimit": f'"minute";r={remaining};t={math.ceil(reset)}',
+            "RateLimit-Policy": f'"minute";q={quota};w=60',
+        }

@@ -1,0 +1,305 @@
+"""The one retrying request layer under both provider clients.
+
+Why one layer: the providers fail in the same ways (429 storms, 5xx, dropped connections,
+hung calls) and the reaper must treat them the same way everywhere: a timeout on every call,
+capped exponential backoff with jitter, `Retry-After` honoured when a provider sends it (RunPod
+does; Vast publishes none), and an adaptive concurrency limit per client that halves on a 429
+and grows back on successes, so that a burst of terminations slows itself down instead of
+hammering an API that is already saying "too many".
+
+The account key travels only in the `Authorization: Bearer` header. It is never put in a URL,
+and every message this layer builds is scrubbed of it before it reaches an exception or a log.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import random
+from collections.abc import AsyncIterator, Mapping
+from contextlib import asynccontextmanager
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from email.utils import parsedate_to_datetime
+from typing import Any
+from urllib.parse import urlsplit
+
+import httpx
+
+from reaper import log
+from reaper.config import Account
+from reaper.models import ProviderName
+from reaper.providers.base import ProviderError
+
+RETRYABLE_STATUSES = frozenset({429, 500, 502, 503, 504})
+_SUMMARY_LIMIT = 200
+
+
+@dataclass(frozen=True)
+class HttpOptions:
+    """Every knob of the request layer, so that tests can make backoff and timeouts tiny.
+
+    `timeout` bounds each attempt (connect, read, write and pool wait); `max_attempts` counts
+    the first try. The delay before retry n is drawn from [d/2, d] with
+    d = min(backoff_cap, backoff_base * 2**(n-1)); a `Retry-After` replaces it when longer,
+    capped at `retry_after_cap` so a provider cannot park a Lambda for its whole timeout.
+    """
+
+    timeout: float = 20.0
+    max_attempts: int = 4
+    backoff_base: float = 0.5
+    backoff_cap: float = 10.0
+    retry_after_cap: float = 30.0
+    max_concurrency: int = 4
+    min_concurrency: int = 1
+
+    def __post_init__(self) -> None:
+        if self.timeout <= 0:
+            raise ValueError("HttpOptions.timeout must be above zero")
+        if self.max_attempts < 1:
+            raise ValueError("HttpOptions.max_attempts must be at least 1")
+        if self.backoff_base < 0 or self.backoff_cap < 0 or self.retry_after_cap < 0:
+            raise ValueError("HttpOptions backoff values must not be negative")
+        if not 1 <= self.min_concurrency <= self.max_concurrency:
+            raise ValueError("HttpOptions needs 1 <= min_concurrency <= max_concurrency")
+
+    def backoff(self, retry: int) -> float:
+        """The jittered delay before retry number `retry` (1 = the first retry)."""
+        ceiling = min(self.backoff_cap, self.backoff_base * (2 ** (retry - 1)))
+        return random.uniform(ceiling / 2, ceiling)
+
+
+class AdaptiveLimit:
+    """An AIMD concurrency limit: halve on a 429, add one per `limit` successes.
+
+    Vast publishes per-endpoint thresholds in an unstated unit and no `Retry-After`, so rather
+    than pre-throttle to a guess the client starts at `maximum` and lets the provider's 429s
+    teach it the pace; successes bring it back. `lowest` records how far it fell, for tests and
+    the benchmark.
+    """
+
+    def __init__(self, maximum: int, minimum: int) -> None:
+        self.maximum = maximum
+        self.minimum = minimum
+        self.limit = float(maximum)
+        self.lowest = float(maximum)
+        self.in_flight = 0
+        self._changed: asyncio.Condition | None = None
+
+    def _condition(self) -> asyncio.Condition:
+        # Created on first use so that it binds to the loop that actually runs the client.
+        if self._changed is None:
+            self._changed = asyncio.Condition()
+        return self._changed
+
+    @asynccontextmanager
+    async def slot(self) -> AsyncIterator[None]:
+        changed = self._condition()
+        async with changed:
+            await changed.wait_for(lambda: self.in_flight < int(self.limit))
+            self.in_flight += 1
+        try:
+            yield
+        finally:
+            async with changed:
+                self.in_flight -= 1
+                changed.notify_all()
+
+    def succeeded(self) -> None:
+        self.limit = min(float(self.maximum), self.limit + 1.0 / self.limit)
+
+    def throttled(self) -> None:
+        self.limit = max(float(self.minimum), self.limit / 2)
+        self.lowest = min(self.lowest, self.limit)
+
+
+@dataclass
+class CallStats:
+    """What the layer did, for tests, logs and the benchmark."""
+
+    attempts: int = 0
+    retries: int = 0
+    throttled: int = 0
+    delays: list[float] = field(default_factory=list)
+
+
+@dataclass(frozen=True)
+class Reply:
+    """A final (non-retried) HTTP answer, handed to the client to interpret."""
+
+    method: str
+    path: str
+    status: int
+    headers: httpx.Headers
+    body: bytes
+
+    def json(self) -> Any:
+        """The parsed body; ValueError when it is not JSON."""
+        return json.loads(self.body)
+
+
+def parse_retry_after(value: str | None, now: datetime | None = None) -> float | None:
+    """`Retry-After` as seconds: delta-seconds or an HTTP date (RFC 9110); junk is None."""
+    if value is None:
+        return None
+    text = value.strip()
+    if not text:
+        return None
+    try:
+        seconds = float(text)
+    except ValueError:
+        try:
+            moment = parsedate_to_datetime(text)
+        except (TypeError, ValueError, IndexError):
+            return None
+        if moment.tzinfo is None:
+            moment = moment.replace(tzinfo=UTC)
+        seconds = (moment - (now or datetime.now(UTC))).total_seconds()
+    if seconds != seconds:  # NaN
+        return None
+    return max(0.0, seconds)
+
+
+def summarise_error(body: bytes) -> str:
+    """A one-line reason from an error body, whichever provider shape it has.
+
+    RunPod errors are RFC 9457 `{title, status, detail}`; Vast's are `{success, error, msg}`,
+    sometimes `{detail}` or plain text ("API requests too frequent").
+    """
+    text = body.decode("utf-8", "replace").strip()
+    try:
+        data = json.loads(text)
+    except ValueError:
+        data = None
+    if isinstance(data, dict):
+        parts = [
+            str(data[k]) for k in ("title", "error", "detail", "msg", "message") if data.get(k)
+        ]
+        if parts:
+            text = ": ".join(parts)
+    line = " ".join(text.split())
+    return line[:_SUMMARY_LIMIT]
+
+
+class Requester:
+    """One account's HTTP session: auth header, timeouts, retries, adaptive concurrency."""
+
+    def __init__(
+        self,
+        provider: ProviderName,
+        account: Account,
+        options: HttpOptions,
+        transport: httpx.AsyncBaseTransport | None = None,
+    ) -> None:
+        self.provider = provider
+        self.account = account.name
+        self.options = options
+        self.limit = AdaptiveLimit(options.max_concurrency, options.min_concurrency)
+        self.stats = CallStats()
+        self._key = account.key
+        self._client = httpx.AsyncClient(
+            timeout=httpx.Timeout(options.timeout),
+            transport=transport,
+            headers={"Authorization": f"Bearer {account.key}", "Accept": "application/json"},
+            limits=httpx.Limits(max_connections=max(options.max_concurrency, 1) * 2),
+            follow_redirects=False,
+        )
+
+    async def aclose(self) -> None:
+        await self._client.aclose()
+
+    def error(self, message: str) -> ProviderError:
+        """A ProviderError for this account, scrubbed of the key whatever the message holds."""
+        return ProviderError(self.provider, self.account, self.scrub(message))
+
+    def scrub(self, text: str) -> str:
+        return log.redact(text.replace(self._key, log.REDACTED)) if self._key else text
+
+    def failure(self, reply: Reply, what: str) -> ProviderError:
+        """The error for an answer the caller did not expect."""
+        reason = summarise_error(reply.body)
+        detail = f" ({reason})" if reason else ""
+        return self.error(
+            f"{what}: {reply.method} {reply.path} answered HTTP {reply.status}{detail}"
+        )
+
+    async def request(
+        self,
+        method: str,
+        url: str,
+        *,
+        params: Mapping[str, str] | None = None,
+        json_body: Any = None,
+    ) -> Reply:
+        """Send until a non-retryable answer arrives; ProviderError once attempts run out.
+
+        4xx answers other than 429 are returned, not raised: only the client knows whether a
+        404 means "gone" (and for Vast, only its `error` field says so).
+        """
+        path = urlsplit(url).path
+        last_problem = ""
+        for attempt in range(1, self.options.max_attempts + 1):
+            self.stats.attempts += 1
+            retry_after: float | None = None
+            try:
+                async with self.limit.slot():
+                    response = await self._client.request(
+                        method, url, params=params, json=json_body
+                    )
+                    body = response.content
+            except httpx.TimeoutException:
+                last_problem = f"timed out after {self.options.timeout:g}s"
+            except httpx.TransportError as exc:
+                last_problem = f"connection failed ({exc.__class__.__name__})"
+            else:
+                reply = Reply(method, path, response.status_code, response.headers, body)
+                if reply.status not in RETRYABLE_STATUSES:
+                    self.limit.succeeded()
+                    return reply
+                if reply.status == 429:
+                    self.stats.throttled += 1
+                    self.limit.throttled()
+                retry_after = parse_retry_after(response.headers.get("Retry-After"))
+                reason = summarise_error(body)
+                last_problem = f"HTTP {reply.status}" + (f" ({reason})" if reason else "")
+            if attempt == self.options.max_attempts:
+                break
+            delay = self._delay(attempt, retry_after)
+            self.stats.retries += 1
+            self.stats.delays.append(delay)
+            log.event(
+                "provider_retry",
+                provider=self.provider,
+                account=self.account,
+                method=method,
+                path=path,
+                problem=self.scrub(last_problem),
+                attempt=attempt,
+                delay_s=round(delay, 3),
+                concurrency=int(self.limit.limit),
+            )
+            await asyncio.sleep(delay)
+        raise self.error(
+            f"{method} {path} failed after {self.options.max_attempts} attempts: {last_problem}"
+        )
+
+    def _delay(self, attempt: int, retry_after: float | None) -> float:
+        delay = self.options.backoff(attempt)
+        if retry_after is not None:
+            delay = max(delay, min(retry_after, self.options.retry_after_cap))
+        return delay
+
+
+def json_object(requester: Requester, reply: Reply, what: str) -> dict[str, Any]:
+    """The reply's body as a JSON object, or ProviderError: an envelope we cannot read is an
+    error for the account, never an empty fleet."""
+    try:
+        data = reply.json()
+    except ValueError:
+        raise requester.error(
+            f"{what}: {reply.method} {reply.path} answered HTTP {reply.status} with a body that "
+            "is not JSON"
+        ) from None
+    if not isinstance(data, dict):
+        raise requester.error(f"{what}: {reply.method} {reply.path} answered a non-object")
+    return data

@@ -1,0 +1,82 @@
+"""Reading provider objects without trusting them.
+
+Both clients parse each pod or instance through a pydantic model of the raw provider object
+that declares only the fields reaper uses: secrets that ride along (RunPod `env`; Vast
+`extra_env`, `jupyter_token`, `onstart`, ssh keys) are never declared, so they are dropped at
+the first step and cannot reach an `Instance`, a log line or an exception.
+
+One malformed object must not lose the whole listing, and must not be reaped either: the
+fields that fail validation are dropped, what remains is read, and the caller marks the
+instance "unknown" (never reaped, reported instead).
+"""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime
+from typing import Any, TypeVar
+
+from pydantic import BaseModel, ValidationError
+
+from reaper import log
+
+Model = TypeVar("Model", bound=BaseModel)
+
+
+def read_tolerantly(model: type[Model], raw: dict[str, Any]) -> tuple[Model, list[str]]:
+    """Validate `raw`; on failure drop the offending top-level fields and validate the rest.
+
+    Returns the model and the names of the fields that could not be read (empty when the
+    object was whole). Every field of `model` must have a default for the second pass to
+    succeed. Pydantic's error text (which quotes input values) is never passed on.
+    """
+    try:
+        return model.model_validate(raw), []
+    except ValidationError as exc:
+        bad = sorted({str(e["loc"][0]) for e in exc.errors() if e["loc"]})
+    cleaned = {k: v for k, v in raw.items() if k not in bad}
+    try:
+        return model.model_validate(cleaned), bad
+    except ValidationError:
+        return model(), sorted(str(k) for k in raw)
+
+
+def raw_status(value: object, present: bool) -> str:
+    """The provider's status string as the contract reports it: "" when the field is missing,
+    "null" when it is JSON null, the string itself otherwise."""
+    if not present:
+        return ""
+    if value is None:
+        return "null"
+    if isinstance(value, str):
+        return value
+    # A number is shown as such; a nested object is not echoed (it is not a status).
+    return str(value) if isinstance(value, int | float) else ""
+
+
+def epoch_to_datetime(value: float | None) -> datetime | None:
+    """Epoch seconds to an aware UTC datetime; absurd values are None rather than a crash."""
+    if value is None or value != value or value <= 0:
+        return None
+    try:
+        return datetime.fromtimestamp(value, tz=UTC)
+    except (OverflowError, OSError, ValueError):
+        return None
+
+
+def note_unreadable(provider: str, account: str, instance_id: str, fields: list[str]) -> None:
+    """Say which fields (names only, never values) could not be read."""
+    log.event(
+        "provider_unreadable_instance",
+        provider=provider,
+        account=account,
+        id=instance_id,
+        fields=",".join(fields),
+        state="unknown",
+    )
+
+
+def as_number(value: object) -> float | None:
+    """A JSON number as float; anything else (a string, a bool, null) is None."""
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        return None
+    return float(value)

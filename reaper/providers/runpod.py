@@ -1,0 +1,336 @@
+"""RunPod over REST v2 (and GraphQL for the balance only), normalised into `Instance`.
+
+Built from `shared/reference/runpod/openapi-v2.json`: `GET /pods?includeClusterPods=true`
+answers `ListPodsResponse` (`{"pods": [...]}`, no paging); `DELETE /pods/{id}` answers 204;
+errors are RFC 9457 `{title, status, detail}`. REST v1 is retired and GraphQL retires in early
+2027, so GraphQL is used for nothing but `myself { clientBalance currentSpendPerHr spendLimit }`
+and its failure is the caller's warning, never a failed reap.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+from urllib.parse import quote
+
+import httpx
+from pydantic import BaseModel, ConfigDict
+
+from reaper import log
+from reaper.clock import parse_time
+from reaper.config import Account
+from reaper.models import Balance, Instance, ProviderName, State, Volume
+from reaper.providers.base import ProviderError, TerminateOutcome
+from reaper.providers.http import HttpOptions, Requester, json_object
+from reaper.providers.parsing import as_number, note_unreadable, raw_status, read_tolerantly
+
+# PodStatus enum of the spec. Exact, case-sensitive matches only: anything else (ERROR, a new
+# value, null, a missing field) is "unknown" and never reaped.
+STATUS_STATES: dict[str, State] = {
+    "RUNNING": "running",
+    "PROVISIONING": "starting",
+    "STARTING": "starting",
+    "EXITED": "stopped",
+    "TERMINATED": "terminated",
+}
+
+# pricing.mdx / billing.mdx: a stopped pod's volume disk bills $0.20/GB/month; its container
+# disk is "not charged" when stopped; a network volume bills on its own whether or not a pod
+# uses it, so it is not part of the pod's cost. A month is taken as 730 hours (the docs do not
+# say which month length RunPod divides by).
+STOPPED_VOLUME_USD_PER_GB_MONTH = 0.20
+HOURS_PER_MONTH = 730.0
+# Network volumes: $0.07/GB/month under 1 TB, $0.05 over. Whether the lower rate is tiered
+# (only the part above 1 TB) or applies to the whole volume is not stated; the whole-volume
+# reading is used, with 1 TB = 1000 GB.
+NETWORK_VOLUME_USD_PER_GB_MONTH = 0.07
+NETWORK_VOLUME_LARGE_USD_PER_GB_MONTH = 0.05
+NETWORK_VOLUME_LARGE_GB = 1000
+
+CONSOLE_URL = "https://console.runpod.io/pods?id={id}"
+BALANCE_QUERY = "query { myself { clientBalance currentSpendPerHr spendLimit } }"
+
+
+class _Lenient(BaseModel):
+    model_config = ConfigDict(extra="ignore")
+
+
+class _GpuUtil(_Lenient):
+    util: float | None = None
+
+
+class _Runtime(_Lenient):
+    gpus: list[_GpuUtil] | None = None
+
+
+class _Persistent(_Lenient):
+    size: float | None = None
+
+
+class _NetworkMount(_Lenient):
+    volumeId: str | None = None
+
+
+class _Mounts(_Lenient):
+    persistent: _Persistent | None = None
+    network: list[_NetworkMount] | None = None
+
+
+class _Cluster(_Lenient):
+    id: str | None = None
+
+
+class RawPod(_Lenient):
+    """The fields of the spec's `Pod` that reaper reads. `env` is deliberately absent."""
+
+    id: str | None = None
+    name: str | None = None
+    status: str | None = None
+    cost: float | None = None
+    locked: bool | None = None
+    disk: float | None = None
+    mounts: _Mounts | None = None
+    runtime: _Runtime | None = None
+    cluster: _Cluster | None = None
+    createdAt: str | None = None
+    startedAt: str | None = None
+
+
+class _RawVolume(_Lenient):
+    id: str | None = None
+    name: str | None = None
+    size: float | None = None
+
+
+class _RawEndpoint(_Lenient):
+    networkVolumes: list[str] | None = None
+
+
+def parse_pod(raw: object, account: str, position: int = 0) -> Instance:
+    """One pod of a listing as an `Instance`; never raises.
+
+    A pod that is not an object, or has fields that fail validation, is still returned (so the
+    fleet stays whole) with what could be read and state "unknown" (so it is never reaped).
+    """
+    if not isinstance(raw, dict):
+        note_unreadable("runpod", account, f"unreadable-{position}", ["<not an object>"])
+        return Instance(
+            provider="runpod",
+            account=account,
+            id=f"unreadable-{position}",
+            state="unknown",
+            raw_status="",
+        )
+    pod, unreadable = read_tolerantly(RawPod, raw)
+    pod_id = pod.id or f"unreadable-{position}"
+    status = raw_status(raw.get("status"), "status" in raw)
+    state: State = STATUS_STATES.get(pod.status or "", "unknown")
+    if unreadable or not pod.id:
+        state = "unknown"
+        note_unreadable("runpod", account, pod_id, unreadable or ["id"])
+    return Instance(
+        provider="runpod",
+        account=account,
+        id=pod_id,
+        name=pod.name or "",
+        state=state,
+        raw_status=status,
+        cost_per_hour=_cost_per_hour(pod, state),
+        locked=bool(pod.locked),
+        cluster_id=pod.cluster.id if pod.cluster else None,
+        gpu_util=_gpu_util(pod.runtime),
+        created_at=parse_time(pod.createdAt),
+        started_at=parse_time(pod.startedAt),
+        container_disk_gb=pod.disk,
+        volume_disk_gb=pod.mounts.persistent.size if pod.mounts and pod.mounts.persistent else None,
+        network_volume_id=_network_volume_id(pod.mounts),
+        console_url=CONSOLE_URL.format(id=quote(pod_id, safe="")) if pod.id else None,
+    )
+
+
+def _cost_per_hour(pod: RawPod, state: State) -> float | None:
+    """What the pod bills now. Running/starting: the spec's `cost` ($/h). EXITED: `cost` is
+    0.0 by the spec, but the volume disk still bills (pricing.mdx), so that is computed.
+    TERMINATED: nothing. Unknown: None."""
+    if state in ("running", "starting"):
+        return pod.cost
+    if state == "terminated":
+        return 0.0
+    if state == "stopped":
+        if pod.mounts is None:
+            return None
+        size = pod.mounts.persistent.size if pod.mounts.persistent else 0.0
+        if size is None:
+            return None
+        return size * STOPPED_VOLUME_USD_PER_GB_MONTH / HOURS_PER_MONTH
+    return None
+
+
+def _gpu_util(runtime: _Runtime | None) -> float | None:
+    """Mean of `runtime.gpus[].util`, already in percent (the spec's integers 0-100)."""
+    if runtime is None or not runtime.gpus:
+        return None
+    values = [g.util for g in runtime.gpus if g.util is not None]
+    if not values:
+        return None
+    return max(0.0, min(100.0, sum(values) / len(values)))
+
+
+def _network_volume_id(mounts: _Mounts | None) -> str | None:
+    if mounts is None or not mounts.network:
+        return None
+    return next((m.volumeId for m in mounts.network if m.volumeId), None)
+
+
+def network_volume_cost_per_month(size_gb: float | None) -> float | None:
+    if size_gb is None:
+        return None
+    rate = (
+        NETWORK_VOLUME_LARGE_USD_PER_GB_MONTH
+        if size_gb > NETWORK_VOLUME_LARGE_GB
+        else NETWORK_VOLUME_USD_PER_GB_MONTH
+    )
+    return round(size_gb * rate, 4)
+
+
+class RunPodClient:
+    """One RunPod account (`ProviderClient`)."""
+
+    provider: ProviderName = "runpod"
+
+    def __init__(
+        self,
+        account: Account,
+        base_url: str,
+        graphql_url: str,
+        options: HttpOptions | None = None,
+        transport: httpx.AsyncBaseTransport | None = None,
+    ) -> None:
+        self.account = account.name
+        self.base_url = base_url.rstrip("/")
+        self.graphql_url = graphql_url
+        self.http = Requester("runpod", account, options or HttpOptions(), transport)
+
+    async def aclose(self) -> None:
+        await self.http.aclose()
+
+    async def list_instances(self) -> list[Instance]:
+        """Every pod, cluster members included (they carry `cluster_id`; the policy holds
+        them because the pod endpoints cannot delete them)."""
+        pods = await self._list_raw_pods()
+        return [parse_pod(raw, self.account, n) for n, raw in enumerate(pods)]
+
+    async def _list_raw_pods(self) -> list[Any]:
+        reply = await self.http.request(
+            "GET", f"{self.base_url}/pods", params={"includeClusterPods": "true"}
+        )
+        if reply.status != 200:
+            raise self.http.failure(reply, "listing pods")
+        body = json_object(self.http, reply, "listing pods")
+        pods = body.get("pods")
+        if not isinstance(pods, list):
+            raise self.http.error("listing pods: the answer has no `pods` list")
+        return pods
+
+    async def terminate(self, instance_id: str) -> TerminateOutcome:
+        """`DELETE /pods/{id}`: 204 is "deleted".
+
+        404 is "not found *or not accessible to the caller*" by the spec, and the spec offers no
+        way to tell the two apart; it is reported as "not_found" as the spec describes. That is
+        safe only because the reap pass confirms every termination by a full re-list, never by
+        trusting this answer: a pod that was merely inaccessible is still listed (or was never
+        listed by this key in the first place). 409 (a cluster member) and everything else are
+        errors.
+        """
+        if not instance_id or instance_id.startswith("unreadable-"):
+            raise self.http.error(f"refusing to delete pod {instance_id!r}: not a pod id")
+        reply = await self.http.request(
+            "DELETE", f"{self.base_url}/pods/{quote(instance_id, safe='')}"
+        )
+        if reply.status in (200, 202, 204):
+            return "deleted"
+        if reply.status == 404:
+            return "not_found"
+        raise self.http.failure(reply, f"deleting pod {instance_id}")
+
+    async def balance(self) -> Balance:
+        """The account balance via GraphQL (the REST v2 spec has no balance endpoint)."""
+        reply = await self.http.request(
+            "POST", self.graphql_url, json_body={"query": BALANCE_QUERY}
+        )
+        if reply.status != 200:
+            raise self.http.failure(reply, "reading the balance (GraphQL)")
+        body = json_object(self.http, reply, "reading the balance (GraphQL)")
+        data = body.get("data")
+        myself = data.get("myself") if isinstance(data, dict) else None
+        if body.get("errors") or not isinstance(myself, dict):
+            raise self.http.error("reading the balance (GraphQL): the answer has no `myself`")
+        return Balance(
+            provider="runpod",
+            account=self.account,
+            balance=as_number(myself.get("clientBalance")),
+            spend_per_hour=as_number(myself.get("currentSpendPerHr")),
+            spend_limit=as_number(myself.get("spendLimit")),
+        )
+
+    async def volumes(self) -> list[Volume]:
+        """Network volumes, with `attached` worked out from what references them.
+
+        The spec's `NetworkVolume` has no attachment field: a volume is attached when a pod
+        (cluster members included) mounts it or a serverless endpoint lists it in
+        `networkVolumes` (`GET /serverless`). If the serverless listing fails, volumes no pod
+        mounts get `attached=None` (cannot tell) rather than a guess.
+        """
+        reply = await self.http.request("GET", f"{self.base_url}/network-volumes")
+        if reply.status != 200:
+            raise self.http.failure(reply, "listing network volumes")
+        raw_volumes = json_object(self.http, reply, "listing network volumes").get("networkVolumes")
+        if not isinstance(raw_volumes, list):
+            raise self.http.error("listing network volumes: no `networkVolumes` list")
+        used = {i.network_volume_id for i in await self.list_instances() if i.network_volume_id}
+        endpoint_volumes = await self._endpoint_volumes()
+        volumes = []
+        for raw in raw_volumes:
+            if not isinstance(raw, dict):
+                continue
+            volume, _ = read_tolerantly(_RawVolume, raw)
+            if not volume.id:
+                continue
+            attached: bool | None = volume.id in used
+            if not attached and endpoint_volumes is not None:
+                attached = volume.id in endpoint_volumes
+            elif not attached:
+                attached = None
+            volumes.append(
+                Volume(
+                    provider="runpod",
+                    account=self.account,
+                    id=volume.id,
+                    name=volume.name or "",
+                    size_gb=volume.size,
+                    attached=attached,
+                    cost_per_month=network_volume_cost_per_month(volume.size),
+                )
+            )
+        return volumes
+
+    async def _endpoint_volumes(self) -> set[str] | None:
+        try:
+            reply = await self.http.request("GET", f"{self.base_url}/serverless")
+            if reply.status != 200:
+                raise self.http.failure(reply, "listing serverless endpoints")
+            endpoints = json_object(self.http, reply, "listing serverless endpoints").get(
+                "endpoints"
+            )
+        except ProviderError as exc:
+            log.event(
+                "provider_warning", provider="runpod", account=self.account, message=exc.message
+            )
+            return None
+        if not isinstance(endpoints, list):
+            return None
+        names: set[str] = set()
+        for raw in endpoints:
+            if isinstance(raw, dict):
+                endpoint, _ = read_tolerantly(_RawEndpoint, raw)
+                names.update(endpoint.networkVolumes or [])
+        return names

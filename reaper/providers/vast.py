@@ -1,0 +1,301 @@
+"""Vast.ai over its v1 list and v0 instance endpoints, normalised into `Instance`.
+
+Built from `shared/reference/vast/*.yaml`: `GET /api/v1/instances/` pages by keyset
+(`limit` at most 25, `after_token` = the previous page's opaque `next_token`, null at the end);
+`DELETE /api/v0/instances/{id}/` answers `{"success": true}` or 404 `{"error": "not_found"}`.
+Vast sends no `Retry-After` on 429 (rate-limits-and-errors.mdx): the request layer's backoff
+and adaptive concurrency do the pacing.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+import httpx
+from pydantic import BaseModel, ConfigDict
+
+from reaper.config import Account
+from reaper.models import Balance, Instance, ProviderName, State, Volume
+from reaper.providers.base import TerminateOutcome
+from reaper.providers.http import HttpOptions, Requester, json_object
+from reaper.providers.parsing import (
+    as_number,
+    epoch_to_datetime,
+    note_unreadable,
+    raw_status,
+    read_tolerantly,
+)
+
+PAGE_SIZE = 25
+# 25 000 instances: far past any real account; a guard against a server that never ends.
+MAX_PAGES = 1000
+
+# `actual_status` values from Vast's SDK docs (the spec types it as a nullable string without an
+# enum). Exact matches only; everything else ("frozen", "offline", "unknown", new values) is
+# "unknown": never reaped. "stopped"/"exited" are stopped WHATEVER `intended_status` says: an
+# outbid or preempted instance that sits stopped and bills storage is what the reaper is for.
+STATUS_STATES: dict[str | None, State] = {
+    None: "starting",
+    "created": "starting",
+    "loading": "starting",
+    "rebooting": "starting",
+    "running": "running",
+    "stopped": "stopped",
+    "exited": "stopped",
+}
+# Which of those bill the full rate (`dph_total`) and which only storage. billing.mdx: the
+# active rental is charged while active/connected, storage in every state but offline, and
+# "Loading" instances are not charged for rental. Rebooting is counted at the full rate (the
+# rental is held); that is an upper bound, not verified from the specs.
+FULL_RATE_STATUSES = frozenset({"running", "rebooting"})
+
+# show_instance.yaml's example: storage_cost 0.14933 ($/GB/month, though described "per hour")
+# × disk_space 10 / 720 = storage_total_cost 0.0020741 = instance.diskHour. So
+# `storage_total_cost` is the storage bill in $/h, and Vast divides by a 720-hour month.
+VAST_HOURS_PER_MONTH = 720.0
+
+CONSOLE_URL = "https://cloud.vast.ai/instances/"
+
+
+class _Lenient(BaseModel):
+    model_config = ConfigDict(extra="ignore")
+
+
+class RawVastInstance(_Lenient):
+    """The fields of a Vast instance reaper reads. `extra_env`, `jupyter_token`, `onstart`,
+    ssh keys and every other secret-bearing field are deliberately absent."""
+
+    id: int | str | None = None
+    actual_status: str | None = None
+    intended_status: str | None = None
+    label: str | None = None
+    dph_total: float | None = None
+    storage_total_cost: float | None = None
+    storage_cost: float | None = None
+    disk_space: float | None = None
+    gpu_util: float | None = None
+    start_date: float | None = None
+
+
+class _RawVolume(_Lenient):
+    id: int | str | None = None
+    disk_space: float | None = None
+    storage_total_cost: float | None = None
+    start_date: float | None = None
+    instances: list[Any] | None = None
+    status: str | None = None
+
+
+def parse_instance(raw: object, account: str, position: int = 0) -> Instance:
+    """One instance of a listing as an `Instance`; never raises (see runpod.parse_pod)."""
+    if not isinstance(raw, dict):
+        note_unreadable("vast", account, f"unreadable-{position}", ["<not an object>"])
+        return Instance(
+            provider="vast",
+            account=account,
+            id=f"unreadable-{position}",
+            state="unknown",
+            raw_status="",
+        )
+    inst, unreadable = read_tolerantly(RawVastInstance, raw)
+    instance_id = _id_text(inst.id) or f"unreadable-{position}"
+    present = "actual_status" in raw
+    # A missing `actual_status` (a select_cols answer, a changed API) says nothing; only an
+    # explicit null means "not yet started" in Vast's docs.
+    state: State = STATUS_STATES.get(inst.actual_status, "unknown") if present else "unknown"
+    if unreadable or instance_id.startswith("unreadable-"):
+        state = "unknown"
+        note_unreadable("vast", account, instance_id, unreadable or ["id"])
+    return Instance(
+        provider="vast",
+        account=account,
+        id=instance_id,
+        name=inst.label or "",
+        state=state,
+        raw_status=raw_status(raw.get("actual_status"), present),
+        cost_per_hour=_cost_per_hour(inst, state),
+        gpu_util=gpu_percent(inst.gpu_util),
+        created_at=epoch_to_datetime(inst.start_date),
+        container_disk_gb=inst.disk_space,
+        console_url=CONSOLE_URL,
+    )
+
+
+def _id_text(value: int | str | None) -> str | None:
+    if isinstance(value, bool) or value is None:
+        return None
+    text = str(value).strip()
+    return text if text.isdigit() else None
+
+
+def storage_per_hour(inst: RawVastInstance) -> float | None:
+    """The storage bill in $/h: `storage_total_cost`, else storage_cost × disk_space / 720."""
+    if inst.storage_total_cost is not None:
+        return inst.storage_total_cost
+    if inst.storage_cost is not None and inst.disk_space is not None:
+        return inst.storage_cost * inst.disk_space / VAST_HOURS_PER_MONTH
+    return None
+
+
+def _cost_per_hour(inst: RawVastInstance, state: State) -> float | None:
+    """What the instance bills now. `dph_total` keeps the GPU price even when stopped, so it
+    is used only while the rental is active; a stopped or loading one bills its storage."""
+    if state == "unknown":
+        return None
+    if inst.actual_status in FULL_RATE_STATUSES:
+        return inst.dph_total
+    return storage_per_hour(inst)
+
+
+def gpu_percent(value: float | None) -> float | None:
+    """Vast's `gpu_util` is a fraction (0.0-1.0): ×100. A value above 1.0 cannot be a
+    fraction, so it is taken as already in percent (defensive; not seen in the spec)."""
+    if value is None or value != value or value < 0:
+        return None
+    percent = value if value > 1.0 else value * 100.0
+    return min(100.0, percent)
+
+
+class VastClient:
+    """One Vast account (`ProviderClient`)."""
+
+    provider: ProviderName = "vast"
+
+    def __init__(
+        self,
+        account: Account,
+        base_url: str,
+        options: HttpOptions | None = None,
+        transport: httpx.AsyncBaseTransport | None = None,
+    ) -> None:
+        self.account = account.name
+        self.base_url = base_url.rstrip("/")
+        self.http = Requester("vast", account, options or HttpOptions(), transport)
+
+    async def aclose(self) -> None:
+        await self.http.aclose()
+
+    async def list_instances(self) -> list[Instance]:
+        """Every instance, following `next_token` to the end.
+
+        A page that fails (after retries) fails the whole listing: a shorter fleet would make
+        the missing instances look gone. A token seen twice, or a token with an empty page, is
+        a server that would loop: also an error, not a truncated list.
+        """
+        found: dict[str, Instance] = {}
+        token: str | None = None
+        seen: set[str] = set()
+        for page in range(1, MAX_PAGES + 1):
+            params = {"limit": str(PAGE_SIZE)}
+            if token is not None:
+                params["after_token"] = token
+            reply = await self.http.request(
+                "GET", f"{self.base_url}/api/v1/instances/", params=params
+            )
+            what = f"listing instances (page {page})"
+            if reply.status != 200:
+                raise self.http.failure(reply, what)
+            body = json_object(self.http, reply, what)
+            items = body.get("instances")
+            if not isinstance(items, list) or body.get("success") is False:
+                raise self.http.error(f"{what}: the answer has no `instances` list")
+            for raw in items:
+                instance = parse_instance(raw, self.account, len(found))
+                found[instance.id] = instance
+            next_token = body.get("next_token")
+            if next_token is None or next_token == "":
+                return list(found.values())
+            if not isinstance(next_token, str):
+                raise self.http.error(f"{what}: `next_token` is not a string")
+            if next_token in seen or not items:
+                raise self.http.error(f"{what}: paging made no progress (the token repeats)")
+            seen.add(next_token)
+            token = next_token
+        raise self.http.error(f"listing instances: more than {MAX_PAGES} pages")
+
+    async def terminate(self, instance_id: str) -> TerminateOutcome:
+        """`DELETE /api/v0/instances/{id}/` (Vast calls it destroy).
+
+        A 404 is read by its JSON `error` field: only `not_found` means the instance is gone.
+        A bad key or an expired session has been seen answering 404 too (outside the specs),
+        so any other 404 is an error, never "already gone".
+        """
+        if _id_text(instance_id) is None:
+            raise self.http.error(f"refusing to destroy instance {instance_id!r}: not a Vast id")
+        reply = await self.http.request(
+            "DELETE", f"{self.base_url}/api/v0/instances/{instance_id}/"
+        )
+        if reply.status == 200:
+            body = json_object(self.http, reply, f"destroying instance {instance_id}")
+            if body.get("success") is True:
+                return "deleted"
+            raise self.http.failure(reply, f"destroying instance {instance_id} (success false)")
+        if reply.status == 404 and _error_field(reply.body) == "not_found":
+            return "not_found"
+        if reply.status == 404:
+            raise self.http.failure(
+                reply,
+                f"destroying instance {instance_id}: a 404 that is not `not_found` "
+                "(an auth or session error, not proof the instance is gone)",
+            )
+        raise self.http.failure(reply, f"destroying instance {instance_id}")
+
+    async def balance(self) -> Balance:
+        """`credit` (the docs' "available balance") when present, else the spec's `balance`."""
+        reply = await self.http.request("GET", f"{self.base_url}/api/v0/users/current/")
+        if reply.status != 200:
+            raise self.http.failure(reply, "reading the balance")
+        body = json_object(self.http, reply, "reading the balance")
+        amount = as_number(body.get("credit"))
+        if amount is None:
+            amount = as_number(body.get("balance"))
+        return Balance(provider="vast", account=self.account, balance=amount)
+
+    async def volumes(self) -> list[Volume]:
+        """`GET /api/v0/volumes/?owner=me` (`owner=me` comes from Vast's SDK, not the spec).
+
+        `attached` is whether the volume's `instances` list is non-empty (None when the field
+        is missing). `storage_total_cost` is read as $/h like the instance field of that name
+        (the volume spec only says "total cost for storage"), × 720 for a month.
+        """
+        reply = await self.http.request(
+            "GET", f"{self.base_url}/api/v0/volumes/", params={"owner": "me"}
+        )
+        if reply.status != 200:
+            raise self.http.failure(reply, "listing volumes")
+        items = json_object(self.http, reply, "listing volumes").get("volumes")
+        if not isinstance(items, list):
+            raise self.http.error("listing volumes: the answer has no `volumes` list")
+        volumes = []
+        for raw in items:
+            if not isinstance(raw, dict):
+                continue
+            volume, _ = read_tolerantly(_RawVolume, raw)
+            volume_id = _id_text(volume.id)
+            if volume_id is None:
+                continue
+            monthly = volume.storage_total_cost
+            volumes.append(
+                Volume(
+                    provider="vast",
+                    account=self.account,
+                    id=volume_id,
+                    size_gb=volume.disk_space,
+                    attached=None if volume.instances is None else bool(volume.instances),
+                    cost_per_month=(
+                        None if monthly is None else round(monthly * VAST_HOURS_PER_MONTH, 4)
+                    ),
+                    created_at=epoch_to_datetime(volume.start_date),
+                )
+            )
+        return volumes
+
+
+def _error_field(body: bytes) -> str | None:
+    try:
+        data = json.loads(body)
+    except ValueError:
+        return None
+    value = data.get("error") if isinstance(data, dict) else None
+    return value if isinstance(value, str) else None
