@@ -1,0 +1,358 @@
+"""The one request-handling core of the HTTP API, for `reaper serve` and the Lambda adapter.
+
+Both adapters turn their request into a `Request` and call `handle`; every rule of the
+contract lives here once. The rules that matter most come from the threat model: a wrong key
+answers exactly like an unknown route (a stranger learns nothing, not even that /ping exists),
+bodies and rates are capped before anything touches the store, and no request ever gets a 500
+for what it sent — only a genuine bug does, with a generic body and a log line without the key.
+"""
+
+from __future__ import annotations
+
+import codecs
+import hmac
+import json
+import traceback
+from collections.abc import Awaitable, Callable, Sequence
+from dataclasses import dataclass, field
+from datetime import timedelta
+from pathlib import Path
+from typing import Any
+
+from reaper import log
+from reaper.clock import Clock
+from reaper.config import Settings
+from reaper.heartbeat import Ping, PingKind, record_ping, status_json, valid_host
+from reaper.models import Alert, AlertLevel
+from reaper.notify import messages
+from reaper.notify.base import Notifier
+from reaper.ratelimit import Rate, TokenBuckets, retry_after
+from reaper.store.base import Store
+
+# A ping body up to this is kept whole as the monitor's last message; longer is cut to it.
+MESSAGE_LIMIT = 10 * 1024
+# Any body over this answers 413; adapters stop reading one byte past it.
+MAX_BODY = 1024 * 1024
+# The /alert body limit.
+ALERT_LIMIT = 16 * 1024
+# A repeated identical /alert within this window is answered as deduplicated.
+ALERT_DEDUP_WINDOW = timedelta(minutes=1)
+_LEVELS: tuple[AlertLevel, ...] = ("info", "warning", "critical")
+
+
+@dataclass(frozen=True)
+class Request:
+    """`headers` have lower-case names; `body` holds at most MAX_BODY + 1 bytes (an adapter
+    stops reading there, which is enough to know the body is too large)."""
+
+    method: str
+    path: str
+    headers: dict[str, str] = field(default_factory=dict)
+    body: bytes = b""
+    client: str = "unknown"
+
+
+@dataclass(frozen=True)
+class Response:
+    status: int
+    body: bytes = b""
+    headers: dict[str, str] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class Limits:
+    """The in-memory rate limits of the API (token buckets).
+
+    per_client: every request but /healthz, by client address — bounds a flood.
+    per_host: pings per monitor host — one leaked key cannot hog the store for one host.
+    alerts: /alert overall — bounds what reaches the phone (and Telegram's own limits).
+    """
+
+    per_client: Rate = field(default_factory=lambda: Rate(capacity=120, per_second=20))
+    per_host: Rate = field(default_factory=lambda: Rate(capacity=30, per_second=0.5))
+    alerts: Rate = field(default_factory=lambda: Rate(capacity=30, per_second=0.5))
+
+
+class App:
+    """Everything a request may need, built once per process."""
+
+    def __init__(
+        self,
+        settings: Settings,
+        store: Store,
+        notifier: Notifier,
+        clock: Clock,
+        *,
+        channels: Sequence[str] = (),
+        limits: Limits | None = None,
+    ) -> None:
+        self.settings = settings
+        self.store = store
+        self.notifier = notifier
+        self.clock = clock
+        # The configured alert channels; none -> /alert answers 503.
+        self.channels = tuple(channels)
+        self.limits = limits or Limits()
+        self.per_client = TokenBuckets(self.limits.per_client, clock)
+        self.per_host = TokenBuckets(self.limits.per_host, clock)
+        self.alerts = TokenBuckets(self.limits.alerts, clock, max_keys=1)
+        # The ping key is in every ping path: make sure no log line can carry it.
+        log.register_secrets(settings.secrets())
+
+
+# --- answers ------------------------------------------------------------------------------
+
+
+def _text(status: int, line: str, headers: dict[str, str] | None = None) -> Response:
+    return Response(
+        status,
+        (line + "\n").encode(),
+        {"content-type": "text/plain; charset=utf-8", **(headers or {})},
+    )
+
+
+def _json(status: int, data: dict[str, Any]) -> Response:
+    return Response(
+        status,
+        json.dumps(data, ensure_ascii=False).encode(),
+        {"content-type": "application/json"},
+    )
+
+
+# One constant: a wrong key must be byte-for-byte the unknown route.
+NOT_FOUND = _text(404, "Not Found")
+
+
+def _method_not_allowed(allowed: str) -> Response:
+    return _text(405, "Method Not Allowed", {"allow": allowed})
+
+
+def _too_large(limit: int) -> Response:
+    return _text(413, f"request body too large (limit {limit // 1024} KB)")
+
+
+def _rate_limited(wait: float, what: str) -> Response:
+    return _text(
+        429, f"too many requests ({what}); retry later", {"retry-after": retry_after(wait)}
+    )
+
+
+# --- keys and routes ----------------------------------------------------------------------
+
+
+def _same(given: str, expected: str | None) -> bool:
+    """Constant-time comparison; an unset key matches nothing."""
+    if not expected:
+        return False
+    return hmac.compare_digest(
+        given.encode("utf-8", "surrogatepass"), expected.encode("utf-8", "surrogatepass")
+    )
+
+
+def redact_path(path: str) -> str:
+    """The path as it may appear in a log: key segment as ***, control characters escaped,
+    cut to 200 characters, and any registered secret scrubbed (a key sent in the wrong place)."""
+    parts = path.split("/")
+    if len(parts) > 2 and parts[1] in ("ping", "alert"):
+        parts[2] = "***"
+    cleaned = "".join(c if c.isprintable() else "?" for c in "/".join(parts))
+    return log.redact(cleaned[:200])
+
+
+def _exit_status(suffix: str) -> int | None:
+    if suffix.isdigit() and len(suffix) <= 3 and int(suffix) <= 255:
+        return int(suffix)
+    return None
+
+
+_SUFFIX_KINDS: dict[str, PingKind] = {"start": "start", "fail": "fail", "bye": "bye"}
+
+
+def _ping_kind(suffix: str | None) -> tuple[PingKind, int | None] | None:
+    """None for a suffix that is not a route."""
+    if suffix is None:
+        return "ping", None
+    if suffix in _SUFFIX_KINDS:
+        return _SUFFIX_KINDS[suffix], None
+    status = _exit_status(suffix)
+    return None if status is None else ("exit", status)
+
+
+def _message(body: bytes) -> str:
+    """Up to MESSAGE_LIMIT bytes as text; a character cut in half at the limit is dropped."""
+    decoder = codecs.getincrementaldecoder("utf-8")(errors="replace")
+    return decoder.decode(body[:MESSAGE_LIMIT], final=len(body) <= MESSAGE_LIMIT)
+
+
+# --- routes -------------------------------------------------------------------------------
+
+
+async def _ping(request: Request, app: App, host: str, suffix: str | None) -> Response:
+    route = _ping_kind(suffix)
+    if route is None:
+        return NOT_FOUND
+    if request.method not in ("GET", "POST", "HEAD"):
+        return _method_not_allowed("GET, POST, HEAD")
+    if not valid_host(host):
+        return _text(400, "invalid host: expected 1-100 of A-Z a-z 0-9 . _ - (not . or ..)")
+    if len(request.body) > MAX_BODY:
+        return _too_large(MAX_BODY)
+    wait = app.per_host.take(host)
+    if wait:
+        return _rate_limited(wait, "this host")
+    kind, exit_status = route
+    message = _message(request.body) if request.method == "POST" and request.body else None
+    ping = Ping(host=host, kind=kind, exit_status=exit_status, message=message)
+    outcome = await record_ping(app.settings, app.store, app.notifier, app.clock, ping)
+    if not outcome.accepted:
+        return _text(403, outcome.reason)
+    return _text(200, "OK")
+
+
+class BadAlert(ValueError):
+    """One line saying what is wrong with an /alert body."""
+
+
+def _str_field(data: dict[str, Any], name: str, required: bool) -> str:
+    value = data.get(name)
+    if value is None and not required:
+        return ""
+    if not isinstance(value, str) or (required and not value.strip()):
+        raise BadAlert(f'"{name}" must be a non-empty string')
+    return value
+
+
+def _from_json(data: object) -> Alert:
+    if not isinstance(data, dict):
+        raise BadAlert('expected a JSON object like {"text": "..."}')
+    level = data.get("level", "warning")
+    if level not in _LEVELS:
+        raise BadAlert('"level" must be "info", "warning" or "critical"')
+    if "text" in data and "title" in data:
+        raise BadAlert('send "text", or "title" and "body", not both')
+    if "title" in data:
+        title, body = _str_field(data, "title", True), _str_field(data, "body", False)
+        return messages.webhook(title=title, body=body, level=level)
+    if "text" not in data:
+        raise BadAlert('expected "text", or "title" and "body"')
+    return messages.webhook(_str_field(data, "text", True), level=level)
+
+
+def parse_alert(request: Request) -> Alert:
+    """An /alert body as an `Alert`: JSON (also when sent as curl's default form type, since
+    scripts often forget the header) or plain text."""
+    try:
+        text = request.body.decode("utf-8")
+    except UnicodeDecodeError:
+        raise BadAlert("the body is not valid UTF-8") from None
+    content_type = request.headers.get("content-type", "").split(";")[0].strip().lower()
+    as_json = "json" in content_type or (
+        content_type != "text/plain" and text.lstrip().startswith("{")
+    )
+    if not as_json:
+        if not text.strip():
+            raise BadAlert("the alert text is empty")
+        return messages.webhook(text)
+    try:
+        data = json.loads(text)
+    except (ValueError, RecursionError):  # RecursionError: a body of 16 KB of "[[[["
+        raise BadAlert("the body is not valid JSON") from None
+    return _from_json(data)
+
+
+async def _alert(request: Request, app: App) -> Response:
+    if request.method != "POST":
+        return _method_not_allowed("POST")
+    if len(request.body) > ALERT_LIMIT:
+        return _too_large(ALERT_LIMIT)
+    try:
+        alert = parse_alert(request)
+    except ValueError as exc:  # BadAlert, or webhook() finding nothing to send
+        return _text(400, str(exc))
+    if not app.channels:
+        return _text(503, "no alert channel is configured (TELEGRAM_* or BARK_URL)")
+    wait = app.alerts.take("all")
+    if wait:
+        return _rate_limited(wait, "alerts")
+    # webhook() keys the alert by a hash of its level, title and body.
+    if not app.store.claim_alert(alert.dedup_key, app.clock.now(), ALERT_DEDUP_WINDOW):
+        return _json(200, {"deduplicated": True})
+    deliveries = await app.notifier.send(alert)
+    results = [
+        {"channel": d.channel, "ok": d.ok, "detail": log.redact(d.detail)} for d in deliveries
+    ]
+    delivered = any(d.ok for d in deliveries)
+    return _json(200 if delivered else 502, {"delivered": delivered, "channels": results})
+
+
+def _status(request: Request, app: App) -> Response:
+    expected = app.settings.admin_key
+    if not expected:
+        return NOT_FOUND
+    given = request.headers.get("authorization", "")
+    scheme, _, token = given.partition(" ")
+    if scheme.lower() != "bearer" or not _same(token.strip(), expected):
+        return _text(401, "unauthorized", {"www-authenticate": "Bearer"})
+    if request.method not in ("GET", "HEAD"):
+        return _method_not_allowed("GET, HEAD")
+    return _json(200, status_json(app.settings, app.store, app.clock.now()))
+
+
+def _healthz(request: Request) -> Response:
+    if request.method not in ("GET", "HEAD"):
+        return _method_not_allowed("GET, HEAD")
+    return _json(200, {"ok": True})
+
+
+async def _route(request: Request, app: App) -> Response:
+    parts = request.path.split("/")[1:] if request.path.startswith("/") else []
+    if parts == ["healthz"]:
+        return _healthz(request)
+    wait = app.per_client.take(request.client)
+    if wait:
+        return _rate_limited(wait, "this client")
+    if parts == ["status"]:
+        return _status(request, app)
+    if len(parts) in (3, 4) and parts[0] == "ping":
+        if not _same(parts[1], app.settings.ping_key):
+            return NOT_FOUND
+        return await _ping(request, app, parts[2], parts[3] if len(parts) == 4 else None)
+    if len(parts) == 2 and parts[0] == "alert":
+        if not _same(parts[1], app.settings.ping_key):
+            return NOT_FOUND
+        return await _alert(request, app)
+    return NOT_FOUND
+
+
+def _for_method(request: Request, response: Response) -> Response:
+    """HEAD: the headers GET would get, no body (the adapter sets the length from it)."""
+    if request.method != "HEAD":
+        return response
+    headers = {**response.headers, "content-length": str(len(response.body))}
+    return Response(response.status, b"", headers)
+
+
+def _where(exc: BaseException) -> str:
+    """The frames of a bug on one line (file:line function), without the message, which
+    could quote the request."""
+    frames = traceback.extract_tb(exc.__traceback__)[-6:]
+    return " > ".join(f"{Path(f.filename).name}:{f.lineno} {f.name}" for f in frames)
+
+
+async def handle(request: Request, app: App) -> Response:
+    """Answer one request. Never raises: a bug becomes a generic 500 and one log line."""
+    try:
+        response = await _route(request, app)
+    except Exception as exc:
+        log.event(
+            "http_error",
+            method=request.method[:10],
+            route=redact_path(request.path),
+            error=exc.__class__.__name__,
+            where=_where(exc),
+        )
+        response = _text(500, "internal error")
+    return _for_method(request, response)
+
+
+Handler = Callable[[Request, App], Awaitable[Response]]

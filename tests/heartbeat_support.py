@@ -1,0 +1,126 @@
+"""Shared set-up for the heartbeat, HTTP and serve tests: the real app under uvicorn on a
+loopback ephemeral port, a FakeClock, a RecordingNotifier and a SQLite file in tmp_path."""
+
+from __future__ import annotations
+
+import asyncio
+import dataclasses
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
+from dataclasses import dataclass
+from datetime import timedelta
+from pathlib import Path
+from typing import Any
+
+import httpx
+
+from reaper.clock import FakeClock
+from reaper.config import Settings, StateURL
+from reaper.heartbeat import WatchReport, watch_pass
+from reaper.http import Limits
+from reaper.models import Alert, Delivery
+from reaper.notify.base import Notifier, RecordingNotifier
+from reaper.providers.base import ProviderClient
+from reaper.ratelimit import Rate
+from reaper.server import Job, RunningServer, build_asgi, serving
+from reaper.store.sqlite import SQLiteStore
+
+KEY = "ping-key-for-tests-0123"
+ADMIN = "admin-key-for-tests-4567"
+# Generous limits so that only the rate-limit tests meet them.
+WIDE = Limits(
+    per_client=Rate(100_000, 100_000),
+    per_host=Rate(100_000, 100_000),
+    alerts=Rate(100_000, 100_000),
+)
+
+
+def make_settings(tmp_path: Path, **overrides: Any) -> Settings:
+    base = Settings(
+        state=StateURL("sqlite", str(tmp_path / "state.db")),
+        ping_key=KEY,
+        admin_key=ADMIN,
+        heartbeat_timeout=timedelta(minutes=5),
+        heartbeat_repeat=timedelta(hours=1),
+    )
+    return dataclasses.replace(base, **overrides)
+
+
+class FailingNotifier:
+    """Every channel fails, as when Telegram and Bark are both unreachable."""
+
+    def __init__(self) -> None:
+        self.alerts: list[Alert] = []
+
+    async def send(self, alert: Alert) -> list[Delivery]:
+        self.alerts.append(alert)
+        return [
+            Delivery(channel="telegram", ok=False, detail="HTTP 500"),
+            Delivery(channel="bark", ok=False, detail="timeout"),
+        ]
+
+
+@dataclass
+class Served:
+    settings: Settings
+    store: SQLiteStore
+    notifier: RecordingNotifier
+    clock: FakeClock
+    running: RunningServer
+    http: httpx.Client
+
+    def ping(
+        self,
+        host: str,
+        suffix: str | None = None,
+        *,
+        method: str = "GET",
+        body: bytes | None = None,
+        key: str = KEY,
+        headers: dict[str, str] | None = None,
+    ) -> httpx.Response:
+        path = f"/ping/{key}/{host}" + (f"/{suffix}" if suffix is not None else "")
+        return self.http.request(method, path, content=body, headers=headers)
+
+    def watch(self, clients: Sequence[ProviderClient] = (), **kwargs: Any) -> WatchReport:
+        return asyncio.run(
+            watch_pass(self.settings, self.store, self.notifier, self.clock, clients, **kwargs)
+        )
+
+    def events(self) -> list[str]:
+        return [a.event for a in self.notifier.alerts]
+
+    def advance(self, **kwargs: float) -> None:
+        self.clock.advance(timedelta(**kwargs))
+
+
+@contextmanager
+def served(
+    settings: Settings,
+    *,
+    notifier: Notifier | None = None,
+    limits: Limits | None = WIDE,
+    channels: Sequence[str] = ("recording",),
+    clock: FakeClock | None = None,
+    jobs: Sequence[Job] = (),
+) -> Iterator[Served]:
+    store = SQLiteStore(settings.state.location)
+    recorder = notifier if notifier is not None else RecordingNotifier()
+    fake = clock or FakeClock()
+    asgi = build_asgi(settings, store, recorder, fake, channels=channels, limits=limits, jobs=jobs)
+    with serving(asgi) as running, httpx.Client(base_url=running.url, timeout=10) as client:
+        yield Served(settings, store, recorder, fake, running, client)  # type: ignore[arg-type]
+
+
+def raw_request(port: int, head: str, body: bytes = b"") -> tuple[int, bytes]:
+    """Send bytes exactly as given (no client-side path normalisation); the status and body."""
+    import socket
+
+    with socket.create_connection(("127.0.0.1", port), timeout=10) as sock:
+        sock.sendall(head.encode("latin-1") + body)
+        data = b""
+        while chunk := sock.recv(65536):
+            data += chunk
+    status_line, _, rest = data.partition(b"\r\n")
+    _, _, payload = rest.partition(b"\r\n\r\n")
+    return int(status_line.split()[1]), payload
