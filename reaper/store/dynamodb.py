@@ -1,0 +1,562 @@
+"""The DynamoDB backend of the store: state for the AWS deployment (`dynamodb://<table>`).
+
+Single-table design. Every item has a string partition key `pk` naming its kind and a string
+sort key `sk` naming the item within it, so that every read the reaper makes is one Query on one
+partition (no Scan, no index):
+
+| pk        | sk                              | attributes                                      |
+|-----------|---------------------------------|-------------------------------------------------|
+| `history` | `stop#<instance key>`           | `since`, `warned_at` (the stretch and its warning) |
+| `history` | `keep#<instance key>`           | `since`, `until`                                |
+| `lease`   | `<name>`                        | `owner`, `expires_at`, `ttl`                    |
+| `audit`   | `<requested_at>#<provider>#<id>`| `record` (JSON)                                 |
+| `reap`    | `<finished_at>#<ns counter>`    | `run` (JSON), `ttl`                             |
+| `monitor` | `<host>`                        | `status`, `monitor` (JSON)                      |
+| `meta`    | `monitors`                      | `active` (how many monitors are not retired)   |
+| `claim`   | `<alert key>`                   | `claimed_at`, `ttl`                             |
+| `episode` | `<episode key>`                 | `opened_at`, `detail`, `alerted_at`             |
+
+Times are fixed-width ISO 8601 UTC text, so that DynamoDB's string comparison in a condition
+or a sort key compares instants. Overlapping runs (an hourly reap and a manual one; two
+concurrent first pings) are made safe by conditions evaluated inside DynamoDB, never by a read
+followed by a write:
+
+- `record_warning`, `claim_alert`, `acquire_lease`: one conditional write each; the loser's
+  condition fails and it answers False, so a warning or an alert goes out once.
+- `create_monitor` with its cap: a transaction of two writes — the monitor, conditional on the
+  host not existing, and an increment of the `meta/monitors` counter, conditional on the count
+  being under the cap. Either both happen or neither. `put_monitor` and `delete_monitor` keep
+  the counter in step with a transaction conditional on the status they read (optimistic
+  concurrency: a lost race reads again), and a ping that leaves a monitor active — almost every
+  ping — takes a one-write fast path that does not touch the counter.
+
+The `ttl` attribute (epoch seconds; the table's TTL attribute) lets DynamoDB drop what expires:
+leases, alert claims, old reap runs. DynamoDB deletes expired items lazily (within days), so no
+answer here depends on it: conditions compare the stored times, and TTL only collects garbage.
+
+boto3 is imported when a store is first made, not at module import: it ships with the Lambda
+runtime but is not a local runtime dependency (`pip install reaper[aws]`).
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Iterator, Mapping
+from datetime import UTC, datetime, timedelta
+from typing import Any, TypeVar
+
+from pydantic import BaseModel
+
+from reaper.clock import as_utc
+from reaper.models import AuditRecord, Episode, History, KeptInstance, Monitor, ReapRun
+from reaper.store.base import ReadOnlyStoreError
+
+# A claim is kept at least this long (or its window, if longer), as the SQLite store keeps it,
+# so that a caller with a longer window than the last claimer's still sees a duplicate.
+CLAIM_RETENTION = timedelta(days=7)
+# Reap runs are only read for "the last one"; DynamoDB drops them this long after they finish.
+REAP_RUN_RETENTION = timedelta(days=90)
+# A lease item outlives its expiry by this much before TTL may collect it.
+LEASE_RETENTION = timedelta(days=1)
+# How often a monitor write re-reads and retries after losing a race on the same host.
+CONFLICT_RETRIES = 20
+
+_Model = TypeVar("_Model", bound=BaseModel)
+Item = dict[str, Any]
+
+# The table's schema, shared by `create_table` (tests, DynamoDB Local) and serverless.yml
+# (checked against each other by the AWS tests).
+KEY_SCHEMA = [
+    {"AttributeName": "pk", "KeyType": "HASH"},
+    {"AttributeName": "sk", "KeyType": "RANGE"},
+]
+ATTRIBUTE_DEFINITIONS = [
+    {"AttributeName": "pk", "AttributeType": "S"},
+    {"AttributeName": "sk", "AttributeType": "S"},
+]
+TTL_ATTRIBUTE = "ttl"
+
+
+class StoreConflictError(RuntimeError):
+    """A monitor write kept losing races on the same host; nothing was written."""
+
+
+def _ts(moment: datetime) -> str:
+    """The stored spelling of a time: fixed width, so string order is time order."""
+    return as_utc(moment).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
+
+
+def _dt(text: str) -> datetime:
+    return datetime.fromisoformat(text).astimezone(UTC)
+
+
+def _epoch(moment: datetime) -> int:
+    return int(as_utc(moment).timestamp())
+
+
+def _utc_model(model: _Model) -> _Model:
+    """The model with every datetime in UTC, so that what comes back is always aware UTC."""
+    update = {
+        name: as_utc(value)
+        for name, value in model.__dict__.items()
+        if isinstance(value, datetime) and value.utcoffset() != timedelta(0)
+    }
+    return model.model_copy(update=update) if update else model
+
+
+def _s(value: str) -> dict[str, str]:
+    return {"S": value}
+
+
+def _n(value: int) -> dict[str, str]:
+    return {"N": str(value)}
+
+
+def _key(pk: str, sk: str) -> Item:
+    return {"pk": _s(pk), "sk": _s(sk)}
+
+
+def _str(item: Mapping[str, Any], name: str) -> str | None:
+    value = item.get(name)
+    return None if value is None else str(value["S"])
+
+
+def _error_code(error: BaseException) -> str | None:
+    """The AWS error code of a botocore ClientError (duck-typed: botocore is imported lazily)."""
+    response = getattr(error, "response", None)
+    if isinstance(response, dict):
+        code = response.get("Error", {}).get("Code")
+        return str(code) if code else None
+    return None
+
+
+def _cancellation_codes(error: BaseException) -> list[str]:
+    response = getattr(error, "response", None)
+    reasons = response.get("CancellationReasons", []) if isinstance(response, dict) else []
+    return [str(reason.get("Code", "None")) for reason in reasons]
+
+
+def make_client(region: str | None = None) -> Any:
+    """A DynamoDB client with short timeouts and bounded retries: a scheduled Lambda must finish
+    its pass well within its timeout even when DynamoDB is slow."""
+    import boto3  # type: ignore[import-untyped,unused-ignore]
+    from botocore.config import Config  # type: ignore[import-untyped,unused-ignore]
+
+    config = Config(
+        connect_timeout=3,
+        read_timeout=5,
+        retries={"mode": "standard", "max_attempts": 4},
+    )
+    return boto3.client("dynamodb", region_name=region, config=config)
+
+
+def create_table(table_name: str, client: Any = None) -> None:
+    """Create the table with the schema serverless.yml deploys (for tests and DynamoDB Local;
+    on AWS CloudFormation creates it)."""
+    client = client or make_client()
+    client.create_table(
+        TableName=table_name,
+        KeySchema=KEY_SCHEMA,
+        AttributeDefinitions=ATTRIBUTE_DEFINITIONS,
+        BillingMode="PAY_PER_REQUEST",
+    )
+    client.get_waiter("table_exists").wait(TableName=table_name)
+    client.update_time_to_live(
+        TableName=table_name,
+        TimeToLiveSpecification={"Enabled": True, "AttributeName": TTL_ATTRIBUTE},
+    )
+
+
+class DynamoDBStore:
+    """The `Store` protocol on one DynamoDB table; see `reaper.store.base` for the contract.
+
+    The table must exist (CloudFormation creates it); the store never creates one, so a dry
+    run, which opens it read-only, creates nothing.
+    """
+
+    def __init__(self, table_name: str, *, read_only: bool = False, client: Any = None) -> None:
+        self.table_name = table_name
+        self.read_only = read_only
+        self._client = client if client is not None else make_client()
+
+    # --- low-level helpers ------------------------------------------------------------------
+    def _writable(self) -> None:
+        if self.read_only:
+            raise ReadOnlyStoreError("the store is open read-only (a dry run writes nothing)")
+
+    def _query(
+        self, pk: str, *, sk_from: str | None = None, prefix: str = "", newest_first: bool = False
+    ) -> Iterator[Item]:
+        """Every item of one partition, in sort-key order, across pages. Strongly consistent:
+        a watch pass must see the ping that was written just before it."""
+        condition = "pk = :pk"
+        values: Item = {":pk": _s(pk)}
+        if sk_from is not None:
+            condition += " AND sk >= :sk"
+            values[":sk"] = _s(sk_from)
+        elif prefix:
+            condition += " AND begins_with(sk, :prefix)"
+            values[":prefix"] = _s(prefix)
+        request: Item = {
+            "TableName": self.table_name,
+            "KeyConditionExpression": condition,
+            "ExpressionAttributeValues": values,
+            "ConsistentRead": True,
+            "ScanIndexForward": not newest_first,
+        }
+        while True:
+            page = self._client.query(**request)
+            yield from page.get("Items", [])
+            if "LastEvaluatedKey" not in page:
+                return
+            request["ExclusiveStartKey"] = page["LastEvaluatedKey"]
+
+    def _get(self, pk: str, sk: str) -> Item | None:
+        answer = self._client.get_item(
+            TableName=self.table_name, Key=_key(pk, sk), ConsistentRead=True
+        )
+        item: Item | None = answer.get("Item")
+        return item
+
+    def _conditional(self, operation: str, **request: Any) -> bool:
+        """Run one conditional write; False when its condition failed (someone else won)."""
+        try:
+            getattr(self._client, operation)(TableName=self.table_name, **request)
+        except Exception as error:
+            if _error_code(error) == "ConditionalCheckFailedException":
+                return False
+            raise
+        return True
+
+    # --- the reap history ----------------------------------------------------------------
+    def history(self) -> History:
+        first_seen: dict[str, datetime] = {}
+        warned: dict[str, datetime] = {}
+        kept: dict[str, KeptInstance] = {}
+        for item in self._query("history"):
+            kind, _, key = str(item["sk"]["S"]).partition("#")
+            since = _str(item, "since")
+            if kind == "stop":
+                if since is not None:
+                    first_seen[key] = _dt(since)
+                if (warned_at := _str(item, "warned_at")) is not None:
+                    warned[key] = _dt(warned_at)
+            elif kind == "keep" and since is not None:
+                until = _str(item, "until")
+                kept[key] = KeptInstance(
+                    key=key, since=_dt(since), until=None if until is None else _dt(until)
+                )
+        return History(first_seen_stopped=first_seen, warned_at=warned, kept=kept)
+
+    def start_stopped_clock(self, key: str, at: datetime) -> None:
+        self._writable()
+        self._client.update_item(
+            TableName=self.table_name,
+            Key=_key("history", f"stop#{key}"),
+            UpdateExpression="SET since = if_not_exists(since, :at)",
+            ExpressionAttributeValues={":at": _s(_ts(at))},
+        )
+
+    def reset_stopped_clock(self, key: str) -> None:
+        """The warning lives on the stretch's item, so deleting it forgets both at once."""
+        self._writable()
+        self._client.delete_item(TableName=self.table_name, Key=_key("history", f"stop#{key}"))
+
+    def record_warning(self, key: str, at: datetime) -> bool:
+        """A warning older than the current stretch's start belongs to an earlier stretch and
+        is replaced; any other stored warning makes this one a duplicate."""
+        self._writable()
+        return self._conditional(
+            "update_item",
+            Key=_key("history", f"stop#{key}"),
+            UpdateExpression="SET warned_at = :at",
+            ConditionExpression=(
+                "attribute_not_exists(warned_at) OR (attribute_exists(since) AND warned_at < since)"
+            ),
+            ExpressionAttributeValues={":at": _s(_ts(at))},
+        )
+
+    def keep(self, kept: KeptInstance) -> None:
+        self._writable()
+        item = {**_key("history", f"keep#{kept.key}"), "since": _s(_ts(kept.since))}
+        if kept.until is not None:
+            item["until"] = _s(_ts(kept.until))
+        self._client.put_item(TableName=self.table_name, Item=item)
+
+    def unkeep(self, key: str) -> bool:
+        self._writable()
+        answer = self._client.delete_item(
+            TableName=self.table_name, Key=_key("history", f"keep#{key}"), ReturnValues="ALL_OLD"
+        )
+        return "Attributes" in answer
+
+    # --- the reap lease ---------------------------------------------------------------------
+    def acquire_lease(self, name: str, owner: str, now: datetime, ttl: timedelta) -> bool:
+        """Free, expired (`now` at or past its expiry) or already ours: take it until now+ttl."""
+        self._writable()
+        expires = now + ttl
+        return self._conditional(
+            "put_item",
+            Item={
+                **_key("lease", name),
+                "owner": _s(owner),
+                "expires_at": _s(_ts(expires)),
+                TTL_ATTRIBUTE: _n(_epoch(expires + LEASE_RETENTION)),
+            },
+            ConditionExpression=(
+                "attribute_not_exists(pk) OR #owner = :owner OR expires_at <= :now"
+            ),
+            ExpressionAttributeNames={"#owner": "owner"},
+            ExpressionAttributeValues={":owner": _s(owner), ":now": _s(_ts(now))},
+        )
+
+    def release_lease(self, name: str, owner: str) -> None:
+        self._writable()
+        self._conditional(
+            "delete_item",
+            Key=_key("lease", name),
+            ConditionExpression="#owner = :owner",
+            ExpressionAttributeNames={"#owner": "owner"},
+            ExpressionAttributeValues={":owner": _s(owner)},
+        )
+
+    # --- audit and runs ---------------------------------------------------------------------
+    def record_termination(self, record: AuditRecord) -> None:
+        """Upsert by (provider, id, requested_at): the sort key spells exactly that, time first
+        so that the audit log reads oldest first. Audit records never expire."""
+        self._writable()
+        record = _utc_model(record)
+        sk = f"{_ts(record.requested_at)}#{record.provider}#{record.id}"
+        self._client.put_item(
+            TableName=self.table_name,
+            Item={**_key("audit", sk), "record": _s(record.model_dump_json())},
+        )
+
+    def audit_log(self, since: datetime | None = None) -> list[AuditRecord]:
+        items = self._query("audit", sk_from=None if since is None else _ts(since))
+        return [AuditRecord.model_validate_json(item["record"]["S"]) for item in items]
+
+    def record_reap(self, run: ReapRun) -> None:
+        """The nanosecond counter after the time keeps runs finishing in the same microsecond
+        apart, the later write sorting last, as SQLite's row sequence does."""
+        self._writable()
+        run = _utc_model(run)
+        sk = f"{_ts(run.finished_at)}#{time.time_ns():020d}"
+        self._client.put_item(
+            TableName=self.table_name,
+            Item={
+                **_key("reap", sk),
+                "run": _s(run.model_dump_json()),
+                TTL_ATTRIBUTE: _n(_epoch(run.finished_at + REAP_RUN_RETENTION)),
+            },
+        )
+
+    def last_reap(self) -> ReapRun | None:
+        for item in self._query("reap", newest_first=True):
+            return ReapRun.model_validate_json(item["run"]["S"])
+        return None
+
+    # --- heartbeat monitors -----------------------------------------------------------------
+    def get_monitor(self, host: str) -> Monitor | None:
+        item = self._get("monitor", host)
+        return None if item is None else Monitor.model_validate_json(item["monitor"]["S"])
+
+    @staticmethod
+    def _monitor_item(monitor: Monitor) -> Item:
+        monitor = _utc_model(monitor)
+        return {
+            **_key("monitor", monitor.host),
+            "status": _s(monitor.status),
+            "monitor": _s(monitor.model_dump_json()),
+        }
+
+    def _counter_update(self, delta: int) -> Item:
+        return {
+            "Update": {
+                "TableName": self.table_name,
+                "Key": _key("meta", "monitors"),
+                "UpdateExpression": "ADD active :delta",
+                "ExpressionAttributeValues": {":delta": _n(delta)},
+            }
+        }
+
+    def _transact(self, items: list[Item]) -> bool:
+        """Run a transaction; False when a condition failed or it collided with another
+        transaction on the same items (the caller re-reads and decides again)."""
+        try:
+            self._client.transact_write_items(TransactItems=items)
+        except Exception as error:
+            if _error_code(error) in ("TransactionCanceledException", "TransactionConflict"):
+                return False
+            raise
+        return True
+
+    def _replace_monitor(self, new: Item | None, host: str) -> None:
+        """Write (or delete, `new` None) a monitor, keeping the active counter in step: read the
+        current status, then write conditional on it together with the counter change."""
+        active_after = new is not None and new["status"]["S"] != "retired"
+        for _ in range(CONFLICT_RETRIES):
+            old = self._get("monitor", host)
+            if old is None and new is None:
+                return
+            active_before = old is not None and old["status"]["S"] != "retired"
+            if old is None:
+                condition: Item = {"ConditionExpression": "attribute_not_exists(pk)"}
+            else:
+                condition = {
+                    "ConditionExpression": "#status = :old",
+                    "ExpressionAttributeNames": {"#status": "status"},
+                    "ExpressionAttributeValues": {":old": old["status"]},
+                }
+            write: Item = (
+                {"Put": {"TableName": self.table_name, "Item": new, **condition}}
+                if new is not None
+                else {
+                    "Delete": {
+                        "TableName": self.table_name,
+                        "Key": _key("monitor", host),
+                        **condition,
+                    }
+                }
+            )
+            delta = int(active_after) - int(active_before)
+            if self._transact([write, self._counter_update(delta)] if delta else [write]):
+                return
+        raise StoreConflictError(f"monitor {host!r}: too many concurrent writes, nothing written")
+
+    def put_monitor(self, monitor: Monitor) -> None:
+        """Fast path: a write that leaves the active count unchanged (an active monitor stays
+        active, a retired one stays retired) is one conditional put and no counter write."""
+        self._writable()
+        item = self._monitor_item(monitor)
+        stays = "#status <> :retired" if monitor.status != "retired" else "#status = :retired"
+        if self._conditional(
+            "put_item",
+            Item=item,
+            ConditionExpression=f"attribute_exists(pk) AND {stays}",
+            ExpressionAttributeNames={"#status": "status"},
+            ExpressionAttributeValues={":retired": _s("retired")},
+        ):
+            return
+        self._replace_monitor(item, monitor.host)
+
+    def create_monitor(self, monitor: Monitor, limit: int) -> bool:
+        """One transaction: the monitor if the host is new, and the counter if under the cap."""
+        self._writable()
+        if limit <= 0:
+            return False
+        item = self._monitor_item(monitor)
+        counter = self._counter_update(0 if monitor.status == "retired" else 1)
+        counter["Update"]["ConditionExpression"] = "attribute_not_exists(active) OR active < :limit"
+        counter["Update"]["ExpressionAttributeValues"][":limit"] = _n(limit)
+        put = {
+            "Put": {
+                "TableName": self.table_name,
+                "Item": item,
+                "ConditionExpression": "attribute_not_exists(pk)",
+            }
+        }
+        for _ in range(CONFLICT_RETRIES):
+            try:
+                self._client.transact_write_items(TransactItems=[put, counter])
+                return True
+            except Exception as error:
+                codes = _cancellation_codes(error)
+                if "ConditionalCheckFailed" in codes:
+                    return False  # the host exists, or the cap is reached
+                if _error_code(error) not in (
+                    "TransactionCanceledException",
+                    "TransactionConflict",
+                ):
+                    raise
+        raise StoreConflictError(f"monitor {monitor.host!r}: too many concurrent writes")
+
+    def list_monitors(self) -> list[Monitor]:
+        return [
+            Monitor.model_validate_json(item["monitor"]["S"]) for item in self._query("monitor")
+        ]
+
+    def delete_monitor(self, host: str) -> None:
+        self._writable()
+        self._replace_monitor(None, host)
+
+    # --- alert de-duplication and episodes ------------------------------------------------
+    def claim_alert(self, key: str, now: datetime, window: timedelta) -> bool:
+        """A claim stands for `window` from its time: `now` at or past claim + window claims
+        anew and restarts the window."""
+        self._writable()
+        return self._conditional(
+            "put_item",
+            Item={
+                **_key("claim", key),
+                "claimed_at": _s(_ts(now)),
+                TTL_ATTRIBUTE: _n(_epoch(now + max(window, CLAIM_RETENTION))),
+            },
+            ConditionExpression="attribute_not_exists(pk) OR claimed_at <= :horizon",
+            ExpressionAttributeValues={":horizon": _s(_ts(now - window))},
+        )
+
+    @staticmethod
+    def _episode(item: Mapping[str, Any]) -> Episode:
+        alerted_at = _str(item, "alerted_at")
+        return Episode(
+            key=str(item["sk"]["S"]),
+            opened_at=_dt(str(item["opened_at"]["S"])),
+            detail=_str(item, "detail") or "",
+            alerted_at=None if alerted_at is None else _dt(alerted_at),
+        )
+
+    def open_episode(self, key: str, at: datetime, detail: str = "") -> Episode:
+        """One atomic update: fields are set only where absent, so an open episode comes back
+        unchanged (the older one) and a new one comes back as opened."""
+        self._writable()
+        answer = self._client.update_item(
+            TableName=self.table_name,
+            Key=_key("episode", key),
+            UpdateExpression=(
+                "SET opened_at = if_not_exists(opened_at, :at), "
+                "detail = if_not_exists(detail, :detail)"
+            ),
+            ExpressionAttributeValues={":at": _s(_ts(at)), ":detail": _s(detail)},
+            ReturnValues="ALL_NEW",
+        )
+        return self._episode(answer["Attributes"])
+
+    def mark_episode_alerted(self, key: str, at: datetime, detail: str | None = None) -> None:
+        self._writable()
+        update = "SET alerted_at = :at" + (", detail = :detail" if detail is not None else "")
+        values: Item = {":at": _s(_ts(at))}
+        if detail is not None:
+            values[":detail"] = _s(detail)
+        self._conditional(
+            "update_item",
+            Key=_key("episode", key),
+            UpdateExpression=update,
+            ConditionExpression="attribute_exists(pk)",
+            ExpressionAttributeValues=values,
+        )
+
+    def close_episode(self, key: str) -> Episode | None:
+        self._writable()
+        answer = self._client.delete_item(
+            TableName=self.table_name, Key=_key("episode", key), ReturnValues="ALL_OLD"
+        )
+        old = answer.get("Attributes")
+        return None if old is None else self._episode(old)
+
+    def open_episodes(self, prefix: str = "") -> list[Episode]:
+        return [self._episode(item) for item in self._query("episode", prefix=prefix)]
+
+    def close(self) -> None:
+        """Nothing to close: the client's connections are pooled for warm invocations."""
+
+
+__all__ = [
+    "ATTRIBUTE_DEFINITIONS",
+    "KEY_SCHEMA",
+    "TTL_ATTRIBUTE",
+    "DynamoDBStore",
+    "StoreConflictError",
+    "create_table",
+    "make_client",
+]
