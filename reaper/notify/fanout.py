@@ -1,0 +1,261 @@
+"""One notifier over every configured channel, each delivered on its own.
+
+The point of two channels is that one of them being down (Telegram blocked, a self-hosted Bark
+server asleep) must not cost the other its message; so every channel runs concurrently under
+its own deadline, and whatever goes wrong becomes a failed `Delivery`, never an exception in the
+reap pass or the watcher that called `send`.
+
+Retries, backoff and timeouts live here once; a channel only says how to turn an `Alert` into
+requests and how to read its server's answers (`Verdict`).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import functools
+import ssl
+import time
+from collections.abc import Awaitable, Callable, Sequence
+from dataclasses import dataclass, field
+from typing import Any, Literal, Protocol
+
+import httpx
+
+from reaper import log
+from reaper.config import Settings
+from reaper.models import Alert, Delivery
+from reaper.notify.base import LogNotifier, Notifier
+
+
+def _real_sleep(seconds: float) -> Awaitable[None]:
+    return asyncio.sleep(seconds)
+
+
+@dataclass(frozen=True)
+class ChannelOptions:
+    """How patient a channel is. Tests pass tiny values and a `sleep` that does not sleep."""
+
+    # One HTTP request (connect, send, read), in seconds.
+    timeout: float = 10.0
+    # Attempts per message, the first one included.
+    max_attempts: int = 4
+    # Backoff before retry n is backoff_base * 2**(n-1) seconds (1, 2, 4 s by default).
+    backoff_base: float = 1.0
+    # A Telegram 429 asking to wait longer than this is reported as a failure instead: an alert
+    # that arrives minutes late is worth less than a visible "rate limited" in the log.
+    max_retry_after: float = 30.0
+    # Everything one channel does for one alert (all parts, attempts and waits), in seconds.
+    deadline: float = 45.0
+    sleep: Callable[[float], Awaitable[None]] = field(default=_real_sleep, repr=False)
+
+
+@dataclass(frozen=True)
+class Verdict:
+    """A channel's reading of one answer from its server."""
+
+    kind: Literal["ok", "retry", "fail"]
+    detail: str = ""
+    # Seconds the server asked us to wait before retrying (Telegram `retry_after`).
+    retry_after: float | None = None
+
+
+@dataclass(frozen=True)
+class ChannelRequest:
+    url: str
+    body: dict[str, Any]
+
+
+class Channel(Protocol):
+    """One way to a phone. Implementations: `TelegramChannel`, `BarkChannel`."""
+
+    @property
+    def name(self) -> str: ...
+
+    @property
+    def secrets(self) -> tuple[str, ...]:
+        """Values that must never appear in a detail or a log line (token, device key)."""
+        ...
+
+    def requests(self, alert: Alert) -> list[ChannelRequest]:
+        """The requests that deliver `alert`, sent in order; all must succeed."""
+        ...
+
+    def classify(self, status: int, payload: Any) -> Verdict:
+        """Read one HTTP answer; `payload` is the decoded JSON body, or None."""
+        ...
+
+
+@dataclass
+class _Outcome:
+    ok: bool
+    detail: str
+    attempts: int = 0
+    parts: int = 0
+
+
+def scrub(text: str, secrets: Sequence[str]) -> str:
+    """Remove secrets from text headed for a detail or a message, registered ones included."""
+    for secret in sorted((s for s in secrets if s), key=len, reverse=True):
+        text = text.replace(secret, log.REDACTED)
+    return log.redact(text)
+
+
+def clean_text(text: str) -> str:
+    """Text that can be encoded: lone UTF-16 surrogates (possible in JSON from a webhook) would
+    make the HTTP client raise; they become U+FFFD, and well-formed pairs are joined."""
+    return text.encode("utf-16-le", "surrogatepass").decode("utf-16-le", "replace")
+
+
+def _sanitise(alert: Alert, secrets: Sequence[str]) -> Alert:
+    """An alert is output like a log line: no secret reaches a phone either."""
+    return alert.model_copy(
+        update={
+            "title": scrub(clean_text(alert.title), secrets),
+            "body": scrub(clean_text(alert.body), secrets),
+        }
+    )
+
+
+def _json_or_none(response: httpx.Response) -> Any:
+    try:
+        return response.json()
+    except ValueError:
+        return None
+
+
+async def _post_with_retries(
+    client: httpx.AsyncClient,
+    channel: Channel,
+    request: ChannelRequest,
+    options: ChannelOptions,
+    outcome: _Outcome,
+) -> Verdict:
+    """Send one request until it succeeds, fails for good, or runs out of attempts."""
+    verdict = Verdict("fail", "not sent")
+    limit = max(1, options.max_attempts)
+    attempts = 0
+    while attempts < limit:
+        attempts += 1
+        outcome.attempts += 1
+        try:
+            response = await client.post(request.url, json=request.body)
+        except httpx.TimeoutException:
+            verdict = Verdict("retry", f"no answer within {options.timeout:g}s")
+        except httpx.TransportError as exc:
+            verdict = Verdict("retry", f"connection failed ({type(exc).__name__})")
+        except httpx.HTTPError as exc:
+            return Verdict("fail", f"request failed ({type(exc).__name__})")
+        else:
+            verdict = channel.classify(response.status_code, _json_or_none(response))
+        if verdict.kind != "retry":
+            return verdict
+        if verdict.retry_after is not None and verdict.retry_after > options.max_retry_after:
+            detail = (
+                f"{verdict.detail}: asked to wait {verdict.retry_after:g}s,"
+                f" more than {options.max_retry_after:g}s"
+            )
+            return Verdict("fail", detail)
+        if attempts < limit:
+            wait = verdict.retry_after
+            if wait is None:
+                wait = options.backoff_base * 2 ** (attempts - 1)
+            await options.sleep(wait)
+    return Verdict("fail", f"{verdict.detail} (after {attempts} attempts)")
+
+
+@functools.cache
+def _tls() -> ssl.SSLContext:
+    """Loading the CA bundle costs ~100 ms of CPU; one context serves every client."""
+    return httpx.create_ssl_context()
+
+
+async def _deliver(
+    channel: Channel, alert: Alert, options: ChannelOptions, outcome: _Outcome
+) -> None:
+    """Fills `outcome` as it goes, so that a deadline cutting this short still reports what
+    was tried."""
+    requests = channel.requests(alert)
+    outcome.parts = len(requests)
+    async with httpx.AsyncClient(
+        timeout=options.timeout, verify=_tls(), follow_redirects=False
+    ) as client:
+        for number, request in enumerate(requests, start=1):
+            verdict = await _post_with_retries(client, channel, request, options, outcome)
+            if verdict.kind != "ok":
+                where = f"part {number}/{len(requests)}: " if len(requests) > 1 else ""
+                outcome.detail = where + verdict.detail
+                return
+    outcome.ok = True
+    outcome.detail = f"sent in {len(requests)} parts" if len(requests) > 1 else "sent"
+
+
+class FanoutNotifier:
+    """Sends every alert through every channel at once; see the module docstring."""
+
+    def __init__(self, channels: Sequence[Channel], options: ChannelOptions | None = None) -> None:
+        self.channels = list(channels)
+        self.options = options or ChannelOptions()
+
+    async def send(self, alert: Alert) -> list[Delivery]:
+        return list(await asyncio.gather(*(self._one(c, alert) for c in self.channels)))
+
+    async def _one(self, channel: Channel, alert: Alert) -> Delivery:
+        started = time.monotonic()
+        outcome = _Outcome(ok=False, detail="")
+        try:
+            alert = _sanitise(alert, channel.secrets)
+            async with asyncio.timeout(self.options.deadline):
+                await _deliver(channel, alert, self.options, outcome)
+        except TimeoutError:
+            outcome.detail = f"gave up after {self.options.deadline:g}s (channel deadline)"
+        except Exception as exc:
+            # Never raise into the reap pass or the watcher: an alert that failed is logged and
+            # reported, and the pass goes on.
+            outcome.detail = f"internal error ({type(exc).__name__})"
+        detail = scrub(outcome.detail, channel.secrets)
+        log.event(
+            "alert_delivery",
+            channel=channel.name,
+            result="ok" if outcome.ok else "failed",
+            alert_event=alert.event,
+            level=alert.level,
+            title=alert.title,
+            attempts=outcome.attempts,
+            parts=outcome.parts,
+            detail=detail,
+            ms=round((time.monotonic() - started) * 1000),
+        )
+        return Delivery(channel=channel.name, ok=outcome.ok, detail=detail)
+
+
+def channels_configured(settings: Settings) -> list[str]:
+    """Names of the configured channels, in delivery order; empty means alerts are only logged."""
+    return [channel.name for channel in build_channels(settings)]
+
+
+def build_channels(settings: Settings) -> list[Channel]:
+    # Imported here: the channel modules import `Verdict` and `ChannelRequest` from this one.
+    from reaper.notify.bark import BarkChannel
+    from reaper.notify.telegram import TelegramChannel
+
+    channels: list[Channel] = []
+    if settings.telegram_bot_token and settings.telegram_chat_id:
+        channels.append(
+            TelegramChannel(
+                token=settings.telegram_bot_token,
+                chat_id=settings.telegram_chat_id,
+                api_url=settings.telegram_api_url,
+            )
+        )
+    if settings.bark_url:
+        channels.append(BarkChannel.from_url(settings.bark_url))
+    return channels
+
+
+def make_notifier(settings: Settings, *, options: ChannelOptions | None = None) -> Notifier:
+    """The notifier for these settings: every configured channel, or the log when none is."""
+    channels = build_channels(settings)
+    if not channels:
+        return LogNotifier()
+    log.register_secrets([s for c in channels for s in c.secrets])
+    return FanoutNotifier(channels, options)

@@ -1,0 +1,242 @@
+"""Every event's message renders: a one-line title of what, a one-line body of what to do, and
+the facts a person needs on a phone (name, id, $/h, deadline, how to keep it)."""
+
+from __future__ import annotations
+
+import inspect
+from collections.abc import Callable
+from datetime import UTC, datetime, timedelta
+
+import pytest
+
+from reaper.models import Alert, Instance
+from reaper.notify import messages
+
+NOW = datetime(2026, 3, 4, 12, 0, tzinfo=UTC)
+
+RUNPOD = Instance(
+    provider="runpod",
+    account="main",
+    id="abc123xyz",
+    name="llama-finetune",
+    state="stopped",
+    raw_status="EXITED",
+    stopped_since=NOW - timedelta(hours=23),
+    cost_per_hour=0.04,
+    container_disk_gb=20,
+    volume_disk_gb=50,
+    console_url="https://www.runpod.io/console/pods/abc123xyz",
+)
+VAST = Instance(
+    provider="vast",
+    account="2",
+    id="987654",
+    name="sd-batch",
+    state="running",
+    raw_status="running",
+    cost_per_hour=0.35,
+    started_at=NOW - timedelta(hours=3, minutes=20),
+    container_disk_gb=100,
+)
+
+
+def assert_phone_readable(alert: Alert) -> None:
+    assert alert.title.strip()
+    assert "\n" not in alert.title
+    assert "\n" not in alert.body
+    assert len(alert.title) <= 200
+    assert alert.event != "alert"
+
+
+@pytest.mark.parametrize(
+    ("delta", "text"),
+    [
+        (timedelta(seconds=45), "45s"),
+        (timedelta(minutes=7), "7m"),
+        (timedelta(hours=1, minutes=30), "1h30m"),
+        (timedelta(hours=23, seconds=59), "23h"),
+        (timedelta(days=2, hours=3), "2d3h"),
+        (timedelta(days=1), "1d"),
+        (timedelta(hours=-2), "2h"),
+    ],
+)
+def test_humanize(delta: timedelta, text: str) -> None:
+    assert messages.humanize(delta) == text
+
+
+def test_termination_warning_runpod() -> None:
+    alert = messages.termination_warning(RUNPOD, NOW + timedelta(hours=1), NOW, "reaper:keep")
+    assert_phone_readable(alert)
+    assert alert.title == (
+        "llama-finetune (runpod:abc123xyz) will be terminated in 1h (2026-03-04 13:00 UTC)"
+    )
+    for fact in ("$0.040/h", "$29.20/month", "container disk 20 GB", "volume disk 50 GB"):
+        assert fact in alert.body
+    assert "network volumes survive" in alert.body
+    assert "`reaper keep runpod:abc123xyz`" in alert.body
+    assert '"reaper:keep" in its name' in alert.body
+    assert "start it" in alert.body
+    assert alert.level == "warning"
+    assert alert.url == RUNPOD.console_url
+    assert alert.dedup_key == "termination_warning:runpod:abc123xyz"
+
+
+def test_termination_warning_vast() -> None:
+    stopped = VAST.model_copy(update={"state": "stopped", "raw_status": "stopped"})
+    alert = messages.termination_warning(stopped, NOW + timedelta(minutes=90), NOW, "do-not-reap")
+    assert "in 1h30m" in alert.title
+    assert "instance disk 100 GB" in alert.body
+    assert "Vast volumes survive" in alert.body
+    assert '"do-not-reap" in its label' in alert.body
+    assert "`reaper keep vast:987654`" in alert.body
+
+
+def test_network_volume_named_when_known() -> None:
+    inst = RUNPOD.model_copy(update={"network_volume_id": "vol-42"})
+    alert = messages.termination_warning(inst, NOW, NOW, "reaper:keep")
+    assert "network volume vol-42 survives" in alert.body
+    assert "terminated now" in alert.title
+
+
+def test_terminated_reports_storage_it_stops() -> None:
+    alert = messages.terminated(RUNPOD, storage_per_month=29.2)
+    assert_phone_readable(alert)
+    assert "llama-finetune (runpod:abc123xyz)" in alert.title
+    assert "$29.20/month" in alert.body
+    assert alert.level == "info"
+    fallback = messages.terminated(RUNPOD, storage_per_month=None)
+    assert "$29.20/month" in fallback.body
+
+
+def test_instance_messages_carry_name_id_and_cost() -> None:
+    rendered = [
+        messages.termination_unconfirmed(RUNPOD),
+        messages.would_terminate(RUNPOD),
+        messages.watchdog_silent_billing("vast-987654", VAST, NOW - timedelta(minutes=12)),
+        messages.instance_stopped_watchdog("runpod-abc123xyz", RUNPOD),
+        messages.running_without_watchdog(VAST, NOW),
+    ]
+    for alert in rendered:
+        assert_phone_readable(alert)
+        text = f"{alert.title} {alert.body}"
+        assert "(runpod:abc123xyz)" in text or "(vast:987654)" in text
+    unconfirmed, would, silent, stopped, unwatched = rendered
+    assert unconfirmed.level == "critical"
+    assert "EXITED" in unconfirmed.body
+    assert "observe" in would.title
+    assert silent.title == "Watchdog silent while sd-batch (vast:987654) bills $0.35/h"
+    assert "2026-03-04 11:48 UTC" in silent.body
+    assert silent.level == "critical"
+    assert "reaper takes over" in stopped.title
+    assert "for 3h20m" in unwatched.body
+    assert "$0.35/h" in unwatched.body
+
+
+def test_provider_and_fleet_messages() -> None:
+    failing = messages.provider_failing("runpod", "team", "HTTP 503 from /pods")
+    assert_phone_readable(failing)
+    assert failing.title == "RunPod account team: API failing"
+    assert "HTTP 503 from /pods" in failing.body
+
+    cap = messages.cap_exceeded(14, 10, [RUNPOD, VAST, RUNPOD, VAST, RUNPOD])
+    assert_phone_readable(cap)
+    assert "14" in cap.title
+    assert "cap 10" in cap.title
+    assert "--max-terminations 14" in cap.body
+    assert "(+2 more)" in cap.body
+
+
+def test_heartbeat_messages() -> None:
+    down = messages.monitor_down("train-1", NOW - timedelta(minutes=7), NOW)
+    still = messages.monitor_still_down("train-1", NOW - timedelta(hours=2), NOW)
+    back = messages.monitor_recovered("train-1", timedelta(hours=1, minutes=30))
+    failed = messages.monitor_failed("train-1", 3, "CUDA out of memory")
+    for alert in (down, still, back, failed):
+        assert_phone_readable(alert)
+        assert "train-1" in alert.title
+    assert down.title == "train-1: no heartbeat for 7m"
+    assert "11:53 UTC" in down.body
+    assert "down 2h" in still.title
+    # The reminder replaces the first alert on the phone; the recovery is its own.
+    assert still.dedup_key == down.dedup_key
+    assert back.dedup_key != down.dedup_key
+    assert "1h30m" in back.title
+    assert back.level == "info"
+    assert failed.title == "train-1: job failed (exit 3)"
+    assert "CUDA out of memory" in failed.body
+    assert messages.monitor_down("h", None, NOW).title == "h: no heartbeat yet"
+
+
+def test_reaper_silent_and_balance() -> None:
+    silent = messages.reaper_silent(NOW - timedelta(hours=3), NOW)
+    assert silent.title == "Reaper silent for 3h"
+    never = messages.reaper_silent(None, NOW)
+    assert "never" in never.title
+
+    low = messages.balance_low("vast", "2", 3.5, 0.5, 5.0)
+    assert_phone_readable(low)
+    assert low.title == "Vast 2: balance $3.50 (below $5.00)"
+    assert "About 7h left at $0.50/h" in low.body
+    assert low.level == "warning"
+    assert messages.balance_low("vast", "2", 0.8, 0.5, 5.0).level == "critical"
+    assert "Nothing is billing" in messages.balance_low("runpod", "1", 3, 0, 5).body
+
+
+def test_webhook_text_is_kept_exactly() -> None:
+    alert = messages.webhook("run exp1 exited rc=3\n<stderr> & 显存不足 😱")
+    assert (alert.title, alert.body) == ("run exp1 exited rc=3", "<stderr> & 显存不足 😱")
+    assert alert.event == "webhook"
+    same = messages.webhook("run exp1 exited rc=3\n<stderr> & 显存不足 😱")
+    assert same.dedup_key == alert.dedup_key
+    assert messages.webhook("other").dedup_key != alert.dedup_key
+    long_line = "x" * 500
+    assert messages.webhook(long_line).body == long_line
+
+
+def test_webhook_title_body_level() -> None:
+    alert = messages.webhook(title="Job done", body="results pushed", level="info")
+    assert (alert.title, alert.body, alert.level) == ("Job done", "results pushed", "info")
+    with pytest.raises(ValueError):
+        messages.webhook("   ")
+
+
+def _calls() -> dict[str, Callable[[], Alert]]:
+    return {
+        "termination_warning": lambda: messages.termination_warning(RUNPOD, NOW, NOW, "k"),
+        "terminated": lambda: messages.terminated(VAST, None),
+        "termination_unconfirmed": lambda: messages.termination_unconfirmed(VAST),
+        "would_terminate": lambda: messages.would_terminate(VAST),
+        "provider_failing": lambda: messages.provider_failing("vast", "1", "boom"),
+        "cap_exceeded": lambda: messages.cap_exceeded(1, 0, [VAST]),
+        "monitor_down": lambda: messages.monitor_down("h", NOW, NOW),
+        "monitor_still_down": lambda: messages.monitor_still_down("h", NOW, NOW),
+        "monitor_recovered": lambda: messages.monitor_recovered("h", timedelta(0)),
+        "monitor_failed": lambda: messages.monitor_failed("h", None, ""),
+        "watchdog_silent_billing": lambda: messages.watchdog_silent_billing("h", VAST, None),
+        "instance_stopped_watchdog": lambda: messages.instance_stopped_watchdog("h", VAST),
+        "running_without_watchdog": lambda: messages.running_without_watchdog(RUNPOD, NOW),
+        "reaper_silent": lambda: messages.reaper_silent(None, NOW),
+        "balance_low": lambda: messages.balance_low("runpod", "1", 1.0, None, 5.0),
+        "test_message": messages.test_message,
+        "webhook": lambda: messages.webhook("hi"),
+    }
+
+
+def test_every_event_renders() -> None:
+    public = {
+        name
+        for name, function in vars(messages).items()
+        if inspect.isfunction(function)
+        and not name.startswith("_")
+        and inspect.signature(function).return_annotation in ("Alert", Alert)
+    }
+    calls = _calls()
+    assert public == set(calls), "a message function without a rendering test"
+    for name, call in calls.items():
+        alert = call()
+        assert_phone_readable(alert)
+        # A one-line webhook text is all title; every event of reaper's own says what to do.
+        assert alert.body.strip() or name == "webhook", name
+        expected = "test" if name == "test_message" else name
+        if name != "monitor_still_down":
+            assert alert.event == expected
