@@ -67,7 +67,7 @@ def _clean(value: Any) -> Any:
     return redact(str(value))
 
 
-def event(name: str, **fields: Any) -> None:
+def event(name: str, /, **fields: Any) -> None:
     """Log one event. Fields with None values are left out of the readable form."""
     if _quiet:
         return

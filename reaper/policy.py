@@ -110,14 +110,14 @@ def _decide_stopped(
         return Decision(
             instance=inst,
             action="hold",
-            reason=f"observe mode: would terminate (stopped for {stopped_for} > {ttl}, warned "
-            f"{iso(warned)})",
+            reason=f"observe mode: would terminate (stopped for {stopped_for}, limit {ttl}, "
+            f"warned {iso(warned)})",
             due_at=terminate_at,
         )
     return Decision(
         instance=inst,
         action="terminate",
-        reason=f"stopped for {stopped_for} > {ttl}, warned {iso(warned)}",
+        reason=f"stopped for {stopped_for}, limit {ttl}, warned {iso(warned)}",
         due_at=terminate_at,
     )
 

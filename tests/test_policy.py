@@ -80,7 +80,7 @@ def test_due_and_warned_by_an_earlier_pass_terminates() -> None:
     h = history(stopped={"runpod:p1": NOW - 25 * H}, warned={"runpod:p1": NOW - 2 * H})
     decision = only(decide([pod()], h, NOW, SETTINGS).decisions)
     assert decision is not None and decision.action == "terminate"
-    assert "stopped for 1d1h" in decision.reason
+    assert "stopped for 1d1h, limit 1d" in decision.reason
 
 
 def test_a_late_warning_delays_termination_until_its_notice_has_passed() -> None:
