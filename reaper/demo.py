@@ -135,13 +135,13 @@ async def _run(state_dir: Path) -> int:
             )
             saved = sum((r.cost_per_hour or 0.0) * 730 for r in store.audit_log() if r.confirmed)
             print(
-                f"\nStorage stopped: about ${saved:.2f}/month. Mutating calls the emulators received: "
-                f"RunPod {len(runpod.mutations)}, Vast {len(vast.mutations)}. "
+                f"\nStorage stopped: about ${saved:.2f}/month. "
+                f"Mutating calls the emulators received: RunPod {len(runpod.mutations)}, Vast {len(vast.mutations)}. "
                 f"Simulated time: {human_duration(clock.now() - DEMO_START)}."
             )
             print(
-                "Never touched: the running pods, the protected and locked pods, and the pod in a state "
-                "the reaper cannot read (MIGRATING → unknown: assume busy)."
+                "Never touched: the running pods, the protected and locked pods, and the pod in a "
+                "state the reaper cannot read (MIGRATING → unknown: assume busy)."
             )
         finally:
             store.close()
