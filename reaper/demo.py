@@ -136,7 +136,8 @@ async def _run(state_dir: Path) -> int:
             saved = sum((r.cost_per_hour or 0.0) * 730 for r in store.audit_log() if r.confirmed)
             print(
                 f"\nStorage stopped: about ${saved:.2f}/month. "
-                f"Mutating calls the emulators received: RunPod {len(runpod.mutations)}, Vast {len(vast.mutations)}. "
+                f"Mutating calls the emulators received: RunPod {len(runpod.mutations)}, "
+                f"Vast {len(vast.mutations)}. "
                 f"Simulated time: {human_duration(clock.now() - DEMO_START)}."
             )
             print(
