@@ -1,0 +1,477 @@
+"""The SQLite backend of the store: the embedded default for `reaper serve` and local runs.
+
+One connection per store, guarded by a lock, so that the event loop and worker threads of
+`reaper serve` can share it. Two processes (a `serve` and a manual `reaper reap`) may share one
+file: the database runs in WAL mode (readers never block the writer), every write takes the
+write lock up front (`BEGIN IMMEDIATE`) so that a read-modify-write never works on a stale
+snapshot, and a busy timeout makes a contended writer wait instead of failing.
+
+Times are stored as fixed-width ISO 8601 UTC text (`2026-01-01T00:00:00.000000Z`), so that
+comparing the text compares the instants and indexes on time columns work.
+"""
+
+from __future__ import annotations
+
+import os
+import sqlite3
+import threading
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager, suppress
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+from typing import Any, TypeVar
+
+from pydantic import BaseModel
+
+from reaper.clock import as_utc
+from reaper.models import AuditRecord, Episode, History, KeptInstance, Monitor, ReapRun
+from reaper.store.base import ReadOnlyStoreError
+
+SCHEMA_VERSION = 1
+BUSY_TIMEOUT_SECONDS = 5.0
+WAL_SWITCH_RETRY_SECONDS = 0.005
+# Reap runs are only read for "the last one"; a bounded tail keeps the file small.
+REAP_RUNS_KEPT = 1000
+# Claims are pruned every this many claim_alert calls, in the calling transaction.
+CLAIM_PRUNE_EVERY = 100
+# A claim is pruned once older than this (or than the claiming call's window, if longer), so
+# that a caller using a longer window than the one that pruned never sees a duplicate.
+CLAIM_RETENTION = timedelta(days=7)
+
+_SCHEMA = """
+CREATE TABLE stopped_clock (key TEXT PRIMARY KEY, since TEXT NOT NULL) WITHOUT ROWID;
+CREATE TABLE warnings (key TEXT PRIMARY KEY, at TEXT NOT NULL) WITHOUT ROWID;
+CREATE TABLE kept (
+    key TEXT PRIMARY KEY, since TEXT NOT NULL, until TEXT
+) WITHOUT ROWID;
+CREATE TABLE leases (
+    name TEXT PRIMARY KEY, owner TEXT NOT NULL, expires_at TEXT NOT NULL
+) WITHOUT ROWID;
+CREATE TABLE audit (
+    provider TEXT NOT NULL,
+    id TEXT NOT NULL,
+    requested_at TEXT NOT NULL,
+    record TEXT NOT NULL,
+    PRIMARY KEY (provider, id, requested_at)
+) WITHOUT ROWID;
+CREATE INDEX audit_by_time ON audit (requested_at);
+CREATE TABLE reap_runs (
+    seq INTEGER PRIMARY KEY AUTOINCREMENT, finished_at TEXT NOT NULL, run TEXT NOT NULL
+);
+CREATE INDEX reap_runs_by_finish ON reap_runs (finished_at);
+CREATE TABLE monitors (host TEXT PRIMARY KEY, status TEXT NOT NULL, monitor TEXT NOT NULL);
+CREATE INDEX monitors_by_status ON monitors (status);
+CREATE TABLE alert_claims (key TEXT PRIMARY KEY, claimed_at TEXT NOT NULL) WITHOUT ROWID;
+CREATE INDEX alert_claims_by_time ON alert_claims (claimed_at);
+CREATE TABLE episodes (
+    key TEXT PRIMARY KEY, opened_at TEXT NOT NULL, detail TEXT NOT NULL, alerted_at TEXT
+) WITHOUT ROWID;
+"""
+
+_Model = TypeVar("_Model", bound=BaseModel)
+
+
+class StoreSchemaError(RuntimeError):
+    """The database file was written by a newer reaper, whose schema this one cannot read."""
+
+
+def _ts(moment: datetime) -> str:
+    """The stored spelling of a time: fixed width, so text order is time order."""
+    return as_utc(moment).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
+
+
+def _dt(text: str) -> datetime:
+    return datetime.fromisoformat(text).astimezone(UTC)
+
+
+def _opt_dt(text: str | None) -> datetime | None:
+    return None if text is None else _dt(text)
+
+
+def _utc_model(model: _Model) -> _Model:
+    """The model with every datetime field in UTC (naive ones taken as UTC), before storing it,
+    so that what comes back out is always timezone-aware UTC."""
+    update = {
+        name: as_utc(value)
+        for name, value in model.__dict__.items()
+        if isinstance(value, datetime) and value.utcoffset() != timedelta(0)
+    }
+    return model.model_copy(update=update) if update else model
+
+
+def _make_private_dirs(directory: Path) -> None:
+    """Create the missing directories down to `directory`, each 0700: state may be sensitive."""
+    missing: list[Path] = []
+    while not directory.exists():
+        missing.append(directory)
+        directory = directory.parent
+    for path in reversed(missing):
+        # Another process may create it between our check and now.
+        with suppress(FileExistsError):
+            path.mkdir(mode=0o700)
+
+
+def _create_private_file(path: Path) -> None:
+    """Create the database file 0600 before SQLite opens it, so it is never world-readable."""
+    fd = os.open(path, os.O_CREAT | os.O_RDWR, 0o600)
+    os.close(fd)
+
+
+def _enable_wal(conn: sqlite3.Connection) -> None:
+    """Switch the file to WAL, retrying while another process holds it.
+
+    Switching needs the file to itself and SQLite does not wait for that (the busy timeout
+    does not apply), so processes opening a fresh file together would otherwise fail with
+    "database is locked". Once the file is in WAL the pragma is a no-op.
+    """
+    deadline = time.monotonic() + BUSY_TIMEOUT_SECONDS
+    while True:
+        try:
+            conn.execute("PRAGMA journal_mode = WAL")
+            return
+        except sqlite3.OperationalError as error:
+            if error.sqlite_errorcode != sqlite3.SQLITE_BUSY or time.monotonic() >= deadline:
+                raise
+            time.sleep(WAL_SWITCH_RETRY_SECONDS)
+
+
+class SQLiteStore:
+    """The `Store` protocol on one SQLite file; see `reaper.store.base` for the contract."""
+
+    def __init__(self, path: str, *, read_only: bool = False) -> None:
+        self.read_only = read_only
+        self.path = path
+        self._lock = threading.Lock()
+        self._claims_since_prune = 0
+        self._conn: sqlite3.Connection | None = (
+            self._open_read_only(Path(path)) if read_only else self._open_read_write(Path(path))
+        )
+
+    # --- opening --------------------------------------------------------------------------
+    @staticmethod
+    def _connect(target: str, *, uri: bool = False) -> sqlite3.Connection:
+        conn = sqlite3.connect(
+            target,
+            timeout=BUSY_TIMEOUT_SECONDS,
+            isolation_level=None,  # transactions are explicit: BEGIN / BEGIN IMMEDIATE
+            check_same_thread=False,  # shared by threads; every use holds self._lock
+            uri=uri,
+        )
+        conn.execute(f"PRAGMA busy_timeout = {int(BUSY_TIMEOUT_SECONDS * 1000)}")
+        return conn
+
+    def _open_read_write(self, path: Path) -> sqlite3.Connection:
+        _make_private_dirs(path.parent)
+        _create_private_file(path)
+        conn = self._connect(str(path))
+        try:
+            _enable_wal(conn)
+            conn.execute("PRAGMA synchronous = NORMAL")
+            self._migrate(conn)
+        except BaseException:
+            conn.close()
+            raise
+        return conn
+
+    @staticmethod
+    def _migrate(conn: sqlite3.Connection) -> None:
+        conn.execute("BEGIN IMMEDIATE")
+        try:
+            version = SQLiteStore._schema_version(conn)
+            if version == 0:
+                for statement in _SCHEMA.split(";"):
+                    if statement.strip():
+                        conn.execute(statement)
+                conn.execute(f"PRAGMA user_version = {SCHEMA_VERSION}")
+            conn.execute("COMMIT")
+        except BaseException:
+            conn.execute("ROLLBACK")
+            raise
+
+    @staticmethod
+    def _schema_version(conn: sqlite3.Connection) -> int:
+        version = int(conn.execute("PRAGMA user_version").fetchone()[0])
+        if version > SCHEMA_VERSION:
+            raise StoreSchemaError(
+                f"the state database has schema version {version}, newer than this reaper's "
+                f"{SCHEMA_VERSION}: upgrade reaper"
+            )
+        return version
+
+    def _open_read_only(self, path: Path) -> sqlite3.Connection:
+        """A read-only view; a missing or not yet initialised file reads as an empty store.
+
+        The empty store is an in-memory database with the schema, so that every read method
+        has one code path whether the file exists or not, and nothing is created on disk.
+        """
+        if path.is_file():
+            conn = self._connect(f"{path.resolve().as_uri()}?mode=ro", uri=True)
+            try:
+                if self._schema_version(conn) == SCHEMA_VERSION:
+                    return conn
+            except BaseException:
+                conn.close()
+                raise
+            conn.close()
+        empty = self._connect(":memory:")
+        self._migrate(empty)
+        return empty
+
+    # --- transactions -----------------------------------------------------------------------
+    def _connection(self) -> sqlite3.Connection:
+        if self._conn is None:
+            raise RuntimeError("the store is closed")
+        return self._conn
+
+    @contextmanager
+    def _read(self) -> Iterator[sqlite3.Connection]:
+        """One consistent snapshot for reads that span several statements."""
+        with self._lock:
+            conn = self._connection()
+            conn.execute("BEGIN")
+            try:
+                yield conn
+            finally:
+                conn.execute("COMMIT")
+
+    @contextmanager
+    def _write(self) -> Iterator[sqlite3.Connection]:
+        """A write transaction holding the write lock from its start.
+
+        `BEGIN IMMEDIATE` waits (busy timeout) for another process's writer; a deferred
+        transaction would instead fail with "database is locked" when it tried to upgrade a
+        stale read snapshot.
+        """
+        if self.read_only:
+            raise ReadOnlyStoreError("the store is open read-only (a dry run writes nothing)")
+        with self._lock:
+            conn = self._connection()
+            conn.execute("BEGIN IMMEDIATE")
+            try:
+                yield conn
+            except BaseException:
+                conn.execute("ROLLBACK")
+                raise
+            conn.execute("COMMIT")
+
+    def _query_one(self, sql: str, params: tuple[Any, ...]) -> Any:
+        with self._lock:
+            return self._connection().execute(sql, params).fetchone()
+
+    def _query_all(self, sql: str, params: tuple[Any, ...] = ()) -> list[Any]:
+        with self._lock:
+            return self._connection().execute(sql, params).fetchall()
+
+    # --- the reap history ----------------------------------------------------------------
+    def history(self) -> History:
+        with self._read() as conn:
+            stopped = conn.execute("SELECT key, since FROM stopped_clock").fetchall()
+            warnings = conn.execute("SELECT key, at FROM warnings").fetchall()
+            kept = conn.execute("SELECT key, since, until FROM kept").fetchall()
+        return History(
+            first_seen_stopped={key: _dt(since) for key, since in stopped},
+            warned_at={key: _dt(at) for key, at in warnings},
+            kept={
+                key: KeptInstance(key=key, since=_dt(since), until=_opt_dt(until))
+                for key, since, until in kept
+            },
+        )
+
+    def start_stopped_clock(self, key: str, at: datetime) -> None:
+        with self._write() as conn:
+            conn.execute(
+                "INSERT INTO stopped_clock (key, since) VALUES (?, ?) ON CONFLICT DO NOTHING",
+                (key, _ts(at)),
+            )
+
+    def reset_stopped_clock(self, key: str) -> None:
+        with self._write() as conn:
+            conn.execute("DELETE FROM stopped_clock WHERE key = ?", (key,))
+            conn.execute("DELETE FROM warnings WHERE key = ?", (key,))
+
+    def record_warning(self, key: str, at: datetime) -> bool:
+        """A stored warning older than the current stretch's start belongs to an earlier
+        stretch, so it is replaced rather than counted."""
+        with self._write() as conn:
+            cursor = conn.execute(
+                "INSERT INTO warnings (key, at) VALUES (?, ?) "
+                "ON CONFLICT (key) DO UPDATE SET at = excluded.at "
+                "WHERE warnings.at < "
+                "COALESCE((SELECT since FROM stopped_clock WHERE key = excluded.key), '')",
+                (key, _ts(at)),
+            )
+            return cursor.rowcount == 1
+
+    def keep(self, kept: KeptInstance) -> None:
+        until = None if kept.until is None else _ts(kept.until)
+        with self._write() as conn:
+            conn.execute(
+                "INSERT INTO kept (key, since, until) VALUES (?, ?, ?) "
+                "ON CONFLICT (key) DO UPDATE SET since = excluded.since, until = excluded.until",
+                (kept.key, _ts(kept.since), until),
+            )
+
+    def unkeep(self, key: str) -> bool:
+        with self._write() as conn:
+            return conn.execute("DELETE FROM kept WHERE key = ?", (key,)).rowcount == 1
+
+    # --- the reap lease ---------------------------------------------------------------------
+    def acquire_lease(self, name: str, owner: str, now: datetime, ttl: timedelta) -> bool:
+        """Free, expired (`now` at or past its expiry) or already ours: take it until now+ttl."""
+        with self._write() as conn:
+            cursor = conn.execute(
+                "INSERT INTO leases (name, owner, expires_at) VALUES (?, ?, ?) "
+                "ON CONFLICT (name) DO UPDATE SET "
+                "owner = excluded.owner, expires_at = excluded.expires_at "
+                "WHERE leases.owner = excluded.owner OR leases.expires_at <= ?",
+                (name, owner, _ts(now + ttl), _ts(now)),
+            )
+            return cursor.rowcount == 1
+
+    def release_lease(self, name: str, owner: str) -> None:
+        with self._write() as conn:
+            conn.execute("DELETE FROM leases WHERE name = ? AND owner = ?", (name, owner))
+
+    # --- audit and runs ---------------------------------------------------------------------
+    def record_termination(self, record: AuditRecord) -> None:
+        record = _utc_model(record)
+        with self._write() as conn:
+            conn.execute(
+                "INSERT INTO audit (provider, id, requested_at, record) VALUES (?, ?, ?, ?) "
+                "ON CONFLICT (provider, id, requested_at) DO UPDATE SET record = excluded.record",
+                (record.provider, record.id, _ts(record.requested_at), record.model_dump_json()),
+            )
+
+    def audit_log(self, since: datetime | None = None) -> list[AuditRecord]:
+        rows = self._query_all(
+            "SELECT record FROM audit WHERE requested_at >= ? ORDER BY requested_at, provider, id",
+            ("" if since is None else _ts(since),),
+        )
+        return [AuditRecord.model_validate_json(record) for (record,) in rows]
+
+    def record_reap(self, run: ReapRun) -> None:
+        run = _utc_model(run)
+        with self._write() as conn:
+            conn.execute(
+                "INSERT INTO reap_runs (finished_at, run) VALUES (?, ?)",
+                (_ts(run.finished_at), run.model_dump_json()),
+            )
+            conn.execute(
+                "DELETE FROM reap_runs WHERE seq NOT IN "
+                "(SELECT seq FROM reap_runs ORDER BY finished_at DESC, seq DESC LIMIT ?)",
+                (REAP_RUNS_KEPT,),
+            )
+
+    def last_reap(self) -> ReapRun | None:
+        row = self._query_one(
+            "SELECT run FROM reap_runs ORDER BY finished_at DESC, seq DESC LIMIT 1", ()
+        )
+        return None if row is None else ReapRun.model_validate_json(row[0])
+
+    # --- heartbeat monitors -----------------------------------------------------------------
+    def get_monitor(self, host: str) -> Monitor | None:
+        row = self._query_one("SELECT monitor FROM monitors WHERE host = ?", (host,))
+        return None if row is None else Monitor.model_validate_json(row[0])
+
+    def put_monitor(self, monitor: Monitor) -> None:
+        monitor = _utc_model(monitor)
+        with self._write() as conn:
+            conn.execute(
+                "INSERT INTO monitors (host, status, monitor) VALUES (?, ?, ?) "
+                "ON CONFLICT (host) DO UPDATE SET "
+                "status = excluded.status, monitor = excluded.monitor",
+                (monitor.host, monitor.status, monitor.model_dump_json()),
+            )
+
+    def create_monitor(self, monitor: Monitor, limit: int) -> bool:
+        monitor = _utc_model(monitor)
+        with self._write() as conn:
+            (active,) = conn.execute(
+                "SELECT count(*) FROM monitors WHERE status != 'retired'"
+            ).fetchone()
+            if active >= limit:
+                return False
+            cursor = conn.execute(
+                "INSERT INTO monitors (host, status, monitor) VALUES (?, ?, ?) "
+                "ON CONFLICT DO NOTHING",
+                (monitor.host, monitor.status, monitor.model_dump_json()),
+            )
+            return cursor.rowcount == 1
+
+    def list_monitors(self) -> list[Monitor]:
+        rows = self._query_all("SELECT monitor FROM monitors ORDER BY host")
+        return [Monitor.model_validate_json(monitor) for (monitor,) in rows]
+
+    def delete_monitor(self, host: str) -> None:
+        with self._write() as conn:
+            conn.execute("DELETE FROM monitors WHERE host = ?", (host,))
+
+    # --- alert de-duplication and episodes ------------------------------------------------
+    def claim_alert(self, key: str, now: datetime, window: timedelta) -> bool:
+        """A claim stands for `window` from its time: `now` at or past claim + window claims
+        anew and restarts the window."""
+        with self._write() as conn:
+            cursor = conn.execute(
+                "INSERT INTO alert_claims (key, claimed_at) VALUES (?, ?) "
+                "ON CONFLICT (key) DO UPDATE SET claimed_at = excluded.claimed_at "
+                "WHERE alert_claims.claimed_at <= ?",
+                (key, _ts(now), _ts(now - window)),
+            )
+            self._claims_since_prune += 1
+            if self._claims_since_prune >= CLAIM_PRUNE_EVERY:
+                self._claims_since_prune = 0
+                horizon = now - max(window, CLAIM_RETENTION)
+                conn.execute("DELETE FROM alert_claims WHERE claimed_at < ?", (_ts(horizon),))
+            return cursor.rowcount == 1
+
+    def open_episode(self, key: str, at: datetime, detail: str = "") -> Episode:
+        with self._write() as conn:
+            conn.execute(
+                "INSERT INTO episodes (key, opened_at, detail) VALUES (?, ?, ?) "
+                "ON CONFLICT DO NOTHING",
+                (key, _ts(at), detail),
+            )
+            row = conn.execute(
+                "SELECT key, opened_at, detail, alerted_at FROM episodes WHERE key = ?", (key,)
+            ).fetchone()
+        return self._episode(row)
+
+    def mark_episode_alerted(self, key: str, at: datetime, detail: str | None = None) -> None:
+        with self._write() as conn:
+            conn.execute(
+                "UPDATE episodes SET alerted_at = ?, detail = COALESCE(?, detail) WHERE key = ?",
+                (_ts(at), detail, key),
+            )
+
+    def close_episode(self, key: str) -> Episode | None:
+        with self._write() as conn:
+            rows = conn.execute(
+                "DELETE FROM episodes WHERE key = ? RETURNING key, opened_at, detail, alerted_at",
+                (key,),
+            ).fetchall()
+        return self._episode(rows[0]) if rows else None
+
+    def open_episodes(self, prefix: str = "") -> list[Episode]:
+        rows = self._query_all(
+            "SELECT key, opened_at, detail, alerted_at FROM episodes "
+            "WHERE substr(key, 1, length(?1)) = ?1 ORDER BY key",
+            (prefix,),
+        )
+        return [self._episode(row) for row in rows]
+
+    @staticmethod
+    def _episode(row: tuple[str, str, str, str | None]) -> Episode:
+        key, opened_at, detail, alerted_at = row
+        return Episode(
+            key=key, opened_at=_dt(opened_at), detail=detail, alerted_at=_opt_dt(alerted_at)
+        )
+
+    def close(self) -> None:
+        with self._lock:
+            if self._conn is not None:
+                self._conn.close()
+                self._conn = None
+
+
+__all__ = ["SCHEMA_VERSION", "SQLiteStore", "StoreSchemaError"]

@@ -1,0 +1,506 @@
+"""The contract every store backend keeps, as one reusable test suite.
+
+A backend's test module subclasses `StoreContract` and provides a `store` fixture that yields a
+fresh, empty, read-write store (and closes it afterwards):
+
+    class TestSQLiteStore(StoreContract):
+        @pytest.fixture
+        def store(self, tmp_path: Path) -> Iterator[Store]:
+            store = SQLiteStore(str(tmp_path / "state.db"))
+            yield store
+            store.close()
+
+Times are built from the fixed `T0`, never from the wall clock, so the suite needs no sleeping
+and runs the same against a real DynamoDB table as against SQLite. Boundaries (a lease at its
+exact expiry, a claim at its exact window end) are pinned so that both backends agree on them.
+"""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime, timedelta, timezone
+
+import pytest
+
+from reaper.clock import FakeClock
+from reaper.models import AuditRecord, Episode, KeptInstance, Monitor, ReapRun
+from reaper.store.base import Store
+
+T0 = datetime(2026, 3, 1, 12, 0, tzinfo=UTC)
+# The same instant as T0 + 1h, spelled in another zone: stores must answer in UTC.
+PLUS_TWO = timezone(timedelta(hours=2))
+HOUR = timedelta(hours=1)
+MINUTE = timedelta(minutes=1)
+SECOND = timedelta(seconds=1)
+
+
+def assert_utc(moment: datetime | None) -> None:
+    assert moment is not None
+    assert moment.tzinfo is not None, f"naive datetime {moment!r}"
+    assert moment.utcoffset() == timedelta(0), f"not UTC: {moment!r}"
+
+
+def audit_record(
+    instance_id: str = "pod-1",
+    requested_at: datetime = T0,
+    *,
+    provider: str = "runpod",
+    result: str = "deleted",
+    confirmed: bool = False,
+) -> AuditRecord:
+    return AuditRecord.model_validate(
+        {
+            "provider": provider,
+            "account": "main",
+            "id": instance_id,
+            "name": f"name of {instance_id}",
+            "reason": "stopped for 25h (limit 24h)",
+            "requested_at": requested_at,
+            "stopped_since": requested_at - timedelta(hours=25),
+            "cost_per_hour": 0.012,
+            "result": result,
+            "detail": "" if result == "deleted" else "HTTP 500",
+            "confirmed": confirmed,
+            "confirmed_at": requested_at + MINUTE if confirmed else None,
+        }
+    )
+
+
+def reap_run(at: datetime, finished_at: datetime, *, dry_run: bool = False) -> ReapRun:
+    return ReapRun(
+        at=at,
+        finished_at=finished_at,
+        dry_run=dry_run,
+        mode="enforce",
+        instances=3,
+        terminated=1,
+        warned=1,
+        errors=0,
+        exit_code=0,
+    )
+
+
+def full_monitor(host: str = "trainer-1") -> Monitor:
+    """A monitor with every field set to a non-default value, for round trips."""
+    return Monitor(
+        host=host,
+        status="down",
+        created_at=T0,
+        last_ping_at=T0 + MINUTE,
+        last_ping_kind="fail",
+        last_exit_status=3,
+        last_message="Traceback: CUDA out of memory ✗ \n\t 'quotes' \"double\"",
+        job_started_at=T0 + SECOND,
+        down_since=T0 + 2 * MINUTE,
+        last_alert_at=T0 + 3 * MINUTE,
+        bye_at=T0 + 4 * MINUTE,
+        stopped_noted=True,
+    )
+
+
+class StoreContract:
+    """Subclasses provide the `store` fixture; every test here must pass for every backend."""
+
+    @pytest.fixture
+    def clock(self) -> FakeClock:
+        return FakeClock(T0)
+
+    # --- basics --------------------------------------------------------------------------
+    def test_a_fresh_store_is_writable_and_empty(self, store: Store) -> None:
+        assert store.read_only is False
+        history = store.history()
+        assert history.first_seen_stopped == {}
+        assert history.warned_at == {}
+        assert history.kept == {}
+        assert store.audit_log() == []
+        assert store.last_reap() is None
+        assert store.list_monitors() == []
+        assert store.open_episodes() == []
+
+    # --- the stopped clock -----------------------------------------------------------------
+    def test_start_stopped_clock_records_the_start(self, store: Store, clock: FakeClock) -> None:
+        store.start_stopped_clock("runpod:a", clock.now())
+        since = store.history().first_seen_stopped["runpod:a"]
+        assert since == T0
+        assert_utc(since)
+
+    def test_start_stopped_clock_is_idempotent(self, store: Store, clock: FakeClock) -> None:
+        store.start_stopped_clock("runpod:a", clock.now())
+        store.start_stopped_clock("runpod:a", clock.advance(HOUR))
+        assert store.history().first_seen_stopped == {"runpod:a": T0}
+
+    def test_times_in_other_zones_come_back_in_utc(self, store: Store) -> None:
+        store.start_stopped_clock("vast:1", datetime(2026, 3, 1, 15, 0, tzinfo=PLUS_TWO))
+        since = store.history().first_seen_stopped["vast:1"]
+        assert since == T0 + HOUR
+        assert_utc(since)
+
+    def test_clocks_are_per_key(self, store: Store) -> None:
+        store.start_stopped_clock("runpod:a", T0)
+        store.start_stopped_clock("vast:a", T0 + HOUR)
+        store.reset_stopped_clock("runpod:a")
+        assert store.history().first_seen_stopped == {"vast:a": T0 + HOUR}
+
+    def test_reset_forgets_the_stretch_and_its_warning(self, store: Store) -> None:
+        store.start_stopped_clock("runpod:a", T0)
+        assert store.record_warning("runpod:a", T0 + HOUR)
+        store.reset_stopped_clock("runpod:a")
+        history = store.history()
+        assert "runpod:a" not in history.first_seen_stopped
+        assert "runpod:a" not in history.warned_at
+
+    def test_reset_of_an_unknown_key_changes_nothing(self, store: Store) -> None:
+        store.start_stopped_clock("runpod:a", T0)
+        store.reset_stopped_clock("runpod:zzz")
+        assert store.history().first_seen_stopped == {"runpod:a": T0}
+
+    def test_after_a_reset_the_clock_starts_anew(self, store: Store) -> None:
+        store.start_stopped_clock("runpod:a", T0)
+        store.reset_stopped_clock("runpod:a")
+        store.start_stopped_clock("runpod:a", T0 + 5 * HOUR)
+        assert store.history().first_seen_stopped["runpod:a"] == T0 + 5 * HOUR
+
+    # --- warnings --------------------------------------------------------------------------
+    def test_record_warning_once_per_stretch(self, store: Store) -> None:
+        store.start_stopped_clock("runpod:a", T0)
+        assert store.record_warning("runpod:a", T0 + HOUR) is True
+        assert store.record_warning("runpod:a", T0 + 2 * HOUR) is False
+        warned = store.history().warned_at["runpod:a"]
+        assert warned == T0 + HOUR, "the second, refused warning must change nothing"
+        assert_utc(warned)
+
+    def test_warnings_are_per_key(self, store: Store) -> None:
+        store.start_stopped_clock("runpod:a", T0)
+        store.start_stopped_clock("runpod:b", T0)
+        assert store.record_warning("runpod:a", T0 + HOUR)
+        assert store.record_warning("runpod:b", T0 + HOUR)
+        assert set(store.history().warned_at) == {"runpod:a", "runpod:b"}
+
+    def test_a_warning_is_allowed_again_after_a_reset(self, store: Store) -> None:
+        store.start_stopped_clock("runpod:a", T0)
+        assert store.record_warning("runpod:a", T0 + HOUR)
+        store.reset_stopped_clock("runpod:a")
+        store.start_stopped_clock("runpod:a", T0 + 10 * HOUR)
+        assert store.record_warning("runpod:a", T0 + 11 * HOUR) is True
+        assert store.history().warned_at["runpod:a"] == T0 + 11 * HOUR
+        assert store.record_warning("runpod:a", T0 + 12 * HOUR) is False
+
+    # --- keep --------------------------------------------------------------------------------
+    def test_keep_round_trip_with_and_without_until(self, store: Store) -> None:
+        forever = KeptInstance(key="runpod:a", since=T0)
+        until = KeptInstance(key="vast:7", since=T0, until=T0 + 24 * HOUR)
+        store.keep(forever)
+        store.keep(until)
+        kept = store.history().kept
+        assert kept == {"runpod:a": forever, "vast:7": until}
+        assert kept["runpod:a"].until is None
+        assert_utc(kept["vast:7"].since)
+        assert_utc(kept["vast:7"].until)
+
+    def test_keep_again_replaces(self, store: Store) -> None:
+        store.keep(KeptInstance(key="runpod:a", since=T0, until=T0 + HOUR))
+        store.keep(KeptInstance(key="runpod:a", since=T0 + MINUTE, until=None))
+        assert store.history().kept == {
+            "runpod:a": KeptInstance(key="runpod:a", since=T0 + MINUTE, until=None)
+        }
+
+    def test_unkeep(self, store: Store) -> None:
+        store.keep(KeptInstance(key="runpod:a", since=T0))
+        store.keep(KeptInstance(key="runpod:b", since=T0))
+        assert store.unkeep("runpod:a") is True
+        assert store.unkeep("runpod:a") is False
+        assert store.unkeep("runpod:never") is False
+        assert set(store.history().kept) == {"runpod:b"}
+
+    # --- the lease -------------------------------------------------------------------------
+    def test_a_free_lease_is_taken(self, store: Store) -> None:
+        assert store.acquire_lease("reap", "alice", T0, 10 * MINUTE) is True
+
+    def test_a_held_lease_is_refused_to_another_owner(self, store: Store) -> None:
+        assert store.acquire_lease("reap", "alice", T0, 10 * MINUTE)
+        assert store.acquire_lease("reap", "bob", T0 + MINUTE, 10 * MINUTE) is False
+        assert store.acquire_lease("reap", "bob", T0 + 10 * MINUTE - SECOND, HOUR) is False
+
+    def test_an_expired_lease_is_taken_over(self, store: Store) -> None:
+        assert store.acquire_lease("reap", "alice", T0, 10 * MINUTE)
+        assert store.acquire_lease("reap", "bob", T0 + 10 * MINUTE, 10 * MINUTE) is True
+        # Bob holds it now: Alice, coming back late, is refused.
+        assert store.acquire_lease("reap", "alice", T0 + 11 * MINUTE, 10 * MINUTE) is False
+
+    def test_the_owner_renews_and_extends(self, store: Store) -> None:
+        assert store.acquire_lease("reap", "alice", T0, 10 * MINUTE)
+        assert store.acquire_lease("reap", "alice", T0 + 5 * MINUTE, 10 * MINUTE) is True
+        # The renewal moved the expiry to T0+15m: the original expiry no longer frees it.
+        assert store.acquire_lease("reap", "bob", T0 + 12 * MINUTE, 10 * MINUTE) is False
+        assert store.acquire_lease("reap", "bob", T0 + 15 * MINUTE, 10 * MINUTE) is True
+
+    def test_release_by_another_owner_is_ignored(self, store: Store) -> None:
+        assert store.acquire_lease("reap", "alice", T0, 10 * MINUTE)
+        store.release_lease("reap", "bob")
+        assert store.acquire_lease("reap", "bob", T0 + MINUTE, 10 * MINUTE) is False
+
+    def test_release_by_the_owner_frees_it(self, store: Store) -> None:
+        assert store.acquire_lease("reap", "alice", T0, 10 * MINUTE)
+        store.release_lease("reap", "alice")
+        assert store.acquire_lease("reap", "bob", T0 + MINUTE, 10 * MINUTE) is True
+
+    def test_release_of_a_free_lease_is_harmless(self, store: Store) -> None:
+        store.release_lease("reap", "alice")
+        assert store.acquire_lease("reap", "bob", T0, 10 * MINUTE) is True
+
+    def test_leases_are_per_name(self, store: Store) -> None:
+        assert store.acquire_lease("reap", "alice", T0, 10 * MINUTE)
+        assert store.acquire_lease("watch", "bob", T0, 10 * MINUTE) is True
+        assert store.acquire_lease("watch", "alice", T0, 10 * MINUTE) is False
+
+    # --- audit -----------------------------------------------------------------------------
+    def test_audit_round_trip(self, store: Store) -> None:
+        record = audit_record(confirmed=True)
+        store.record_termination(record)
+        [stored] = store.audit_log()
+        assert stored == record
+        for moment in (stored.requested_at, stored.stopped_since, stored.confirmed_at):
+            assert_utc(moment)
+
+    def test_audit_upserts_by_provider_id_and_request_time(self, store: Store) -> None:
+        store.record_termination(audit_record("pod-1", T0, confirmed=False))
+        store.record_termination(audit_record("pod-1", T0, confirmed=True))
+        assert store.audit_log() == [audit_record("pod-1", T0, confirmed=True)]
+
+    def test_audit_keeps_distinct_records_apart(self, store: Store) -> None:
+        records = [
+            audit_record("pod-1", T0),
+            audit_record("pod-1", T0 + HOUR),  # the same pod, a later request
+            audit_record("pod-1", T0, provider="vast"),  # the same id at the other provider
+            audit_record("pod-2", T0, result="failed"),
+        ]
+        for record in records:
+            store.record_termination(record)
+        assert len(store.audit_log()) == 4
+        assert {(r.provider, r.id, r.requested_at) for r in store.audit_log()} == {
+            (r.provider, r.id, r.requested_at) for r in records
+        }
+
+    def test_audit_upsert_matches_the_instant_not_its_spelling(self, store: Store) -> None:
+        store.record_termination(audit_record("pod-1", T0 + HOUR))
+        same_instant = datetime(2026, 3, 1, 15, 0, tzinfo=PLUS_TWO)
+        store.record_termination(audit_record("pod-1", same_instant, confirmed=True))
+        [stored] = store.audit_log()
+        assert stored.confirmed is True
+        assert stored.requested_at == T0 + HOUR
+        assert_utc(stored.requested_at)
+
+    def test_audit_is_oldest_first(self, store: Store) -> None:
+        for hours in (5, 1, 3, 2, 4):
+            store.record_termination(audit_record(f"pod-{hours}", T0 + hours * HOUR))
+        times = [record.requested_at for record in store.audit_log()]
+        assert times == [T0 + h * HOUR for h in (1, 2, 3, 4, 5)]
+
+    def test_audit_since_is_inclusive(self, store: Store) -> None:
+        for hours in (1, 2, 3):
+            store.record_termination(audit_record(f"pod-{hours}", T0 + hours * HOUR))
+        assert [r.id for r in store.audit_log(since=T0 + 2 * HOUR)] == ["pod-2", "pod-3"]
+        assert [r.id for r in store.audit_log(since=T0 + 2 * HOUR + SECOND)] == ["pod-3"]
+        assert store.audit_log(since=T0 + 4 * HOUR) == []
+        assert len(store.audit_log(since=T0)) == 3
+
+    # --- reap runs -------------------------------------------------------------------------
+    def test_last_reap_is_the_latest_finished(self, store: Store) -> None:
+        late = reap_run(T0, T0 + 10 * MINUTE)
+        early = reap_run(T0 + MINUTE, T0 + 2 * MINUTE)
+        store.record_reap(late)
+        store.record_reap(early)
+        assert store.last_reap() == late
+
+    def test_last_reap_counts_dry_runs(self, store: Store) -> None:
+        store.record_reap(reap_run(T0, T0 + MINUTE))
+        dry = reap_run(T0 + HOUR, T0 + HOUR + MINUTE, dry_run=True)
+        store.record_reap(dry)
+        last = store.last_reap()
+        assert last == dry
+        assert last is not None
+        assert_utc(last.at)
+        assert_utc(last.finished_at)
+
+    # --- monitors --------------------------------------------------------------------------
+    def test_get_of_a_missing_monitor_is_none(self, store: Store) -> None:
+        assert store.get_monitor("nobody") is None
+
+    def test_monitor_round_trip_of_every_field(self, store: Store) -> None:
+        monitor = full_monitor()
+        store.put_monitor(monitor)
+        stored = store.get_monitor("trainer-1")
+        assert stored == monitor
+        assert stored is not None
+        for name, value in monitor:
+            assert getattr(stored, name) == value, name
+            if isinstance(value, datetime):
+                assert_utc(getattr(stored, name))
+
+    def test_monitor_defaults_round_trip(self, store: Store) -> None:
+        monitor = Monitor(host="fresh", created_at=T0)
+        store.put_monitor(monitor)
+        assert store.get_monitor("fresh") == monitor
+
+    def test_put_monitor_replaces(self, store: Store) -> None:
+        store.put_monitor(Monitor(host="h", created_at=T0))
+        updated = Monitor(host="h", status="up", created_at=T0, last_ping_at=T0 + MINUTE)
+        store.put_monitor(updated)
+        assert store.get_monitor("h") == updated
+        assert store.list_monitors() == [updated]
+
+    def test_monitor_times_in_other_zones_come_back_in_utc(self, store: Store) -> None:
+        store.put_monitor(
+            Monitor(host="h", created_at=datetime(2026, 3, 1, 15, 0, tzinfo=PLUS_TWO))
+        )
+        stored = store.get_monitor("h")
+        assert stored is not None
+        assert stored.created_at == T0 + HOUR
+        assert_utc(stored.created_at)
+
+    def test_list_monitors_is_ordered_by_host(self, store: Store) -> None:
+        for host in ("vast-9", "alpha", "runpod-abc", "beta"):
+            store.put_monitor(Monitor(host=host, created_at=T0))
+        assert [m.host for m in store.list_monitors()] == [
+            "alpha",
+            "beta",
+            "runpod-abc",
+            "vast-9",
+        ]
+
+    def test_delete_monitor(self, store: Store) -> None:
+        store.put_monitor(Monitor(host="a", created_at=T0))
+        store.put_monitor(Monitor(host="b", created_at=T0))
+        store.delete_monitor("a")
+        store.delete_monitor("never-existed")
+        assert store.get_monitor("a") is None
+        assert [m.host for m in store.list_monitors()] == ["b"]
+
+    def test_create_monitor_inserts(self, store: Store) -> None:
+        monitor = Monitor(host="new-host", created_at=T0)
+        assert store.create_monitor(monitor, limit=10) is True
+        assert store.get_monitor("new-host") == monitor
+
+    def test_create_monitor_refuses_an_existing_host(self, store: Store) -> None:
+        original = Monitor(host="h", status="up", created_at=T0, last_ping_at=T0)
+        assert store.create_monitor(original, limit=10)
+        assert store.create_monitor(Monitor(host="h", created_at=T0 + HOUR), limit=10) is False
+        assert store.get_monitor("h") == original
+
+    def test_create_monitor_stops_at_the_limit(self, store: Store) -> None:
+        for i in range(3):
+            assert store.create_monitor(Monitor(host=f"h{i}", created_at=T0), limit=3)
+        assert store.create_monitor(Monitor(host="h3", created_at=T0), limit=3) is False
+        assert store.get_monitor("h3") is None
+        assert len(store.list_monitors()) == 3
+
+    def test_retired_monitors_do_not_count_toward_the_limit(self, store: Store) -> None:
+        store.put_monitor(Monitor(host="old-1", status="retired", created_at=T0))
+        store.put_monitor(Monitor(host="old-2", status="retired", created_at=T0))
+        store.put_monitor(Monitor(host="live", status="down", created_at=T0))
+        assert store.create_monitor(Monitor(host="h1", created_at=T0), limit=2) is True
+        assert store.create_monitor(Monitor(host="h2", created_at=T0), limit=2) is False
+
+    def test_a_retired_host_still_exists_for_create(self, store: Store) -> None:
+        retired = Monitor(host="h", status="retired", created_at=T0)
+        store.put_monitor(retired)
+        assert store.create_monitor(Monitor(host="h", created_at=T0 + HOUR), limit=10) is False
+        assert store.get_monitor("h") == retired
+
+    def test_retiring_with_put_frees_a_place(self, store: Store) -> None:
+        assert store.create_monitor(Monitor(host="a", created_at=T0), limit=1)
+        assert store.create_monitor(Monitor(host="b", created_at=T0), limit=1) is False
+        store.put_monitor(Monitor(host="a", status="retired", created_at=T0))
+        assert store.create_monitor(Monitor(host="b", created_at=T0), limit=1) is True
+
+    def test_create_monitor_with_a_zero_limit_refuses(self, store: Store) -> None:
+        assert store.create_monitor(Monitor(host="a", created_at=T0), limit=0) is False
+        assert store.list_monitors() == []
+
+    # --- alert claims ----------------------------------------------------------------------
+    def test_claim_alert_once_per_window(self, store: Store) -> None:
+        assert store.claim_alert("down:h", T0, HOUR) is True
+        assert store.claim_alert("down:h", T0, HOUR) is False
+        assert store.claim_alert("down:h", T0 + HOUR - SECOND, HOUR) is False
+        assert store.claim_alert("down:h", T0 + HOUR, HOUR) is True
+
+    def test_a_new_claim_restarts_the_window(self, store: Store) -> None:
+        assert store.claim_alert("k", T0, HOUR)
+        assert store.claim_alert("k", T0 + 2 * HOUR, HOUR) is True
+        assert store.claim_alert("k", T0 + 2 * HOUR + 30 * MINUTE, HOUR) is False
+        assert store.claim_alert("k", T0 + 3 * HOUR, HOUR) is True
+
+    def test_claims_are_per_key(self, store: Store) -> None:
+        assert store.claim_alert("a", T0, HOUR)
+        assert store.claim_alert("b", T0, HOUR) is True
+        assert store.claim_alert("a", T0 + MINUTE, HOUR) is False
+
+    # --- episodes --------------------------------------------------------------------------
+    def test_open_episode_returns_it(self, store: Store) -> None:
+        episode = store.open_episode("balance:runpod:main", T0, "balance $3.10")
+        assert episode == Episode(key="balance:runpod:main", opened_at=T0, detail="balance $3.10")
+        assert_utc(episode.opened_at)
+        assert store.open_episodes() == [episode]
+
+    def test_open_twice_returns_the_older_one(self, store: Store) -> None:
+        first = store.open_episode("leak:vol-1", T0, "first")
+        again = store.open_episode("leak:vol-1", T0 + HOUR, "second")
+        assert again == first
+        assert store.open_episodes() == [first]
+
+    def test_mark_alerted(self, store: Store) -> None:
+        store.open_episode("idle:pod", T0, "0% for 1h")
+        store.mark_episode_alerted("idle:pod", T0 + MINUTE)
+        [episode] = store.open_episodes()
+        assert episode.alerted_at == T0 + MINUTE
+        assert_utc(episode.alerted_at)
+        assert episode.detail == "0% for 1h", "detail=None keeps the detail"
+        store.mark_episode_alerted("idle:pod", T0 + HOUR, "0% for 2h")
+        [episode] = store.open_episodes()
+        assert episode.alerted_at == T0 + HOUR
+        assert episode.detail == "0% for 2h"
+        assert episode.opened_at == T0
+
+    def test_mark_alerted_of_a_closed_episode_opens_nothing(self, store: Store) -> None:
+        store.mark_episode_alerted("nothing", T0)
+        assert store.open_episodes() == []
+
+    def test_open_again_after_marking_keeps_the_alert(self, store: Store) -> None:
+        store.open_episode("k", T0)
+        store.mark_episode_alerted("k", T0 + MINUTE)
+        assert store.open_episode("k", T0 + HOUR).alerted_at == T0 + MINUTE
+
+    def test_close_returns_what_was_open(self, store: Store) -> None:
+        store.open_episode("reaper-silent", T0, "no pass for 3h")
+        store.mark_episode_alerted("reaper-silent", T0 + MINUTE)
+        closed = store.close_episode("reaper-silent")
+        assert closed == Episode(
+            key="reaper-silent", opened_at=T0, detail="no pass for 3h", alerted_at=T0 + MINUTE
+        )
+        assert closed is not None
+        assert_utc(closed.opened_at)
+        assert_utc(closed.alerted_at)
+        assert store.close_episode("reaper-silent") is None
+        assert store.close_episode("never-opened") is None
+        assert store.open_episodes() == []
+
+    def test_reopen_after_close_is_a_new_episode(self, store: Store) -> None:
+        store.open_episode("k", T0, "old")
+        store.mark_episode_alerted("k", T0 + MINUTE)
+        store.close_episode("k")
+        episode = store.open_episode("k", T0 + HOUR, "new")
+        assert episode == Episode(key="k", opened_at=T0 + HOUR, detail="new", alerted_at=None)
+
+    def test_open_episodes_by_prefix(self, store: Store) -> None:
+        for key in ("balance:runpod:a", "balance:vast:b", "leak:vol-1", "idle:balance:x"):
+            store.open_episode(key, T0)
+        assert {e.key for e in store.open_episodes("balance:")} == {
+            "balance:runpod:a",
+            "balance:vast:b",
+        }
+        assert [e.key for e in store.open_episodes("leak:")] == ["leak:vol-1"]
+        assert store.open_episodes("nothing:") == []
+        assert len(store.open_episodes("")) == 4
+        # A prefix is literal: no wildcards, and case matters.
+        assert store.open_episodes("%") == []
+        assert store.open_episodes("_") == []
+        assert store.open_episodes("BALANCE:") == []

@@ -1,0 +1,281 @@
+"""The SQLite store: the shared contract, plus what only a file on disk can get wrong."""
+
+from __future__ import annotations
+
+import sqlite3
+import stat
+import threading
+from collections.abc import Callable, Iterator
+from pathlib import Path
+
+import pytest
+
+from reaper.models import KeptInstance, Monitor
+from reaper.store import sqlite as sqlite_module
+from reaper.store.base import ReadOnlyStoreError, Store
+from reaper.store.sqlite import SCHEMA_VERSION, SQLiteStore, StoreSchemaError
+from tests.store_contract import (
+    HOUR,
+    MINUTE,
+    T0,
+    StoreContract,
+    audit_record,
+    full_monitor,
+    reap_run,
+)
+
+
+class TestSQLiteStore(StoreContract):
+    @pytest.fixture
+    def store(self, tmp_path: Path) -> Iterator[Store]:
+        store = SQLiteStore(str(tmp_path / "state.db"))
+        yield store
+        store.close()
+
+
+@pytest.fixture
+def db_path(tmp_path: Path) -> Path:
+    return tmp_path / "nested" / "deeper" / "state.db"
+
+
+def fill(store: SQLiteStore) -> None:
+    """One of everything, so reopening can be checked for losses."""
+    store.start_stopped_clock("runpod:a", T0)
+    store.record_warning("runpod:a", T0 + HOUR)
+    store.keep(KeptInstance(key="vast:7", since=T0, until=T0 + 2 * HOUR))
+    store.acquire_lease("reap", "alice", T0, HOUR)
+    store.record_termination(audit_record("pod-1", T0, confirmed=True))
+    store.record_reap(reap_run(T0, T0 + MINUTE))
+    store.put_monitor(full_monitor("trainer-1"))
+    store.put_monitor(Monitor(host="trainer-2", status="up", created_at=T0))
+    store.claim_alert("down:trainer-1", T0, HOUR)
+    store.open_episode("balance:runpod:main", T0, "low")
+
+
+WRITES: dict[str, Callable[[SQLiteStore], object]] = {
+    "start_stopped_clock": lambda s: s.start_stopped_clock("k", T0),
+    "reset_stopped_clock": lambda s: s.reset_stopped_clock("k"),
+    "record_warning": lambda s: s.record_warning("k", T0),
+    "keep": lambda s: s.keep(KeptInstance(key="k", since=T0)),
+    "unkeep": lambda s: s.unkeep("k"),
+    "acquire_lease": lambda s: s.acquire_lease("reap", "me", T0, HOUR),
+    "release_lease": lambda s: s.release_lease("reap", "me"),
+    "record_termination": lambda s: s.record_termination(audit_record()),
+    "record_reap": lambda s: s.record_reap(reap_run(T0, T0)),
+    "put_monitor": lambda s: s.put_monitor(Monitor(host="h", created_at=T0)),
+    "create_monitor": lambda s: s.create_monitor(Monitor(host="h", created_at=T0), 10),
+    "delete_monitor": lambda s: s.delete_monitor("h"),
+    "claim_alert": lambda s: s.claim_alert("k", T0, HOUR),
+    "open_episode": lambda s: s.open_episode("k", T0),
+    "mark_episode_alerted": lambda s: s.mark_episode_alerted("k", T0),
+    "close_episode": lambda s: s.close_episode("k"),
+}
+
+
+def assert_reads_empty(store: SQLiteStore) -> None:
+    history = store.history()
+    assert (history.first_seen_stopped, history.warned_at, history.kept) == ({}, {}, {})
+    assert store.audit_log() == []
+    assert store.last_reap() is None
+    assert store.list_monitors() == []
+    assert store.get_monitor("trainer-1") is None
+    assert store.open_episodes() == []
+
+
+# --- read-only (dry runs) -------------------------------------------------------------------
+def test_read_only_on_a_missing_file_creates_nothing_and_reads_empty(db_path: Path) -> None:
+    store = SQLiteStore(str(db_path), read_only=True)
+    assert store.read_only is True
+    assert_reads_empty(store)
+    store.close()
+    assert not db_path.exists()
+    assert not db_path.parent.parent.exists(), "no directory may be created either"
+
+
+@pytest.mark.parametrize("write", WRITES.values(), ids=WRITES.keys())
+def test_read_only_refuses_every_write_on_a_missing_file(
+    db_path: Path, write: Callable[[SQLiteStore], object]
+) -> None:
+    store = SQLiteStore(str(db_path), read_only=True)
+    with pytest.raises(ReadOnlyStoreError):
+        write(store)
+    store.close()
+    assert not db_path.parent.parent.exists()
+
+
+@pytest.mark.parametrize("write", WRITES.values(), ids=WRITES.keys())
+def test_read_only_refuses_every_write_on_an_existing_file(
+    db_path: Path, write: Callable[[SQLiteStore], object]
+) -> None:
+    writer = SQLiteStore(str(db_path))
+    fill(writer)
+    reader = SQLiteStore(str(db_path), read_only=True)
+    with pytest.raises(ReadOnlyStoreError):
+        write(reader)
+    reader.close()
+    # Nothing changed behind the refusal.
+    assert writer.history().first_seen_stopped == {"runpod:a": T0}
+    assert writer.get_monitor("h") is None
+    assert len(writer.open_episodes()) == 1
+    writer.close()
+
+
+def test_read_only_sees_what_a_writer_wrote_and_keeps_writing(db_path: Path) -> None:
+    writer = SQLiteStore(str(db_path))
+    fill(writer)
+    reader = SQLiteStore(str(db_path), read_only=True)
+    assert reader.history().first_seen_stopped == {"runpod:a": T0}
+    assert reader.get_monitor("trainer-1") == full_monitor("trainer-1")
+    assert [r.id for r in reader.audit_log()] == ["pod-1"]
+    # The writer goes on while the reader is open (WAL): the reader sees new commits.
+    writer.put_monitor(Monitor(host="trainer-3", created_at=T0))
+    writer.start_stopped_clock("runpod:b", T0 + HOUR)
+    assert [m.host for m in reader.list_monitors()] == ["trainer-1", "trainer-2", "trainer-3"]
+    assert reader.history().first_seen_stopped == {"runpod:a": T0, "runpod:b": T0 + HOUR}
+    reader.close()
+    writer.close()
+
+
+def test_read_only_on_an_empty_file_reads_empty(db_path: Path) -> None:
+    db_path.parent.mkdir(parents=True)
+    db_path.touch()
+    store = SQLiteStore(str(db_path), read_only=True)
+    assert_reads_empty(store)
+    store.close()
+    assert db_path.stat().st_size == 0
+
+
+# --- the file on disk -------------------------------------------------------------------------
+def test_file_is_0600_and_new_directories_0700(db_path: Path) -> None:
+    store = SQLiteStore(str(db_path))
+    fill(store)
+    assert stat.S_IMODE(db_path.stat().st_mode) == 0o600
+    assert stat.S_IMODE(db_path.parent.stat().st_mode) == 0o700
+    assert stat.S_IMODE(db_path.parent.parent.stat().st_mode) == 0o700
+    wal = db_path.with_name(db_path.name + "-wal")
+    assert wal.exists()
+    assert stat.S_IMODE(wal.stat().st_mode) == 0o600
+    store.close()
+
+
+def test_wal_mode_and_schema_version(db_path: Path) -> None:
+    SQLiteStore(str(db_path)).close()
+    conn = sqlite3.connect(db_path)
+    assert conn.execute("PRAGMA journal_mode").fetchone()[0] == "wal"
+    assert conn.execute("PRAGMA user_version").fetchone()[0] == SCHEMA_VERSION
+    conn.close()
+
+
+def test_reopening_keeps_everything(db_path: Path) -> None:
+    store = SQLiteStore(str(db_path))
+    fill(store)
+    before = (
+        store.history(),
+        store.audit_log(),
+        store.last_reap(),
+        store.list_monitors(),
+        store.open_episodes(),
+    )
+    store.close()
+
+    again = SQLiteStore(str(db_path))
+    after = (
+        again.history(),
+        again.audit_log(),
+        again.last_reap(),
+        again.list_monitors(),
+        again.open_episodes(),
+    )
+    assert after == before
+    assert [m.host for m in again.list_monitors()] == ["trainer-1", "trainer-2"]
+    assert again.get_monitor("trainer-1") == full_monitor("trainer-1")
+    # Leases, warnings and claims survived too: they still refuse.
+    assert again.acquire_lease("reap", "bob", T0 + MINUTE, HOUR) is False
+    assert again.record_warning("runpod:a", T0 + 2 * HOUR) is False
+    assert again.claim_alert("down:trainer-1", T0 + MINUTE, HOUR) is False
+    again.close()
+
+
+def test_a_newer_schema_is_refused_in_one_line(db_path: Path) -> None:
+    SQLiteStore(str(db_path)).close()
+    conn = sqlite3.connect(db_path)
+    conn.execute(f"PRAGMA user_version = {SCHEMA_VERSION + 1}")
+    conn.close()
+    for read_only in (False, True):
+        with pytest.raises(StoreSchemaError, match="upgrade reaper") as raised:
+            SQLiteStore(str(db_path), read_only=read_only)
+        assert "\n" not in str(raised.value)
+
+
+def test_closed_store_refuses_use(tmp_path: Path) -> None:
+    store = SQLiteStore(str(tmp_path / "s.db"))
+    store.close()
+    store.close()  # closing twice is harmless
+    with pytest.raises(RuntimeError, match="closed"):
+        store.list_monitors()
+
+
+# --- bounded tables ---------------------------------------------------------------------------
+def count_rows(path: Path, table: str) -> int:
+    conn = sqlite3.connect(path)
+    try:
+        return int(conn.execute(f"SELECT count(*) FROM {table}").fetchone()[0])  # noqa: S608
+    finally:
+        conn.close()
+
+
+def test_reap_runs_keep_only_the_latest(db_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(sqlite_module, "REAP_RUNS_KEPT", 5)
+    store = SQLiteStore(str(db_path))
+    for minutes in range(12):
+        store.record_reap(reap_run(T0, T0 + minutes * MINUTE))
+    assert count_rows(db_path, "reap_runs") == 5
+    last = store.last_reap()
+    assert last is not None
+    assert last.finished_at == T0 + 11 * MINUTE
+    store.close()
+
+
+def test_old_alert_claims_are_pruned(db_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(sqlite_module, "CLAIM_PRUNE_EVERY", 10)
+    store = SQLiteStore(str(db_path))
+    for i in range(5):
+        assert store.claim_alert(f"old-{i}", T0, HOUR)
+    later = T0 + sqlite_module.CLAIM_RETENTION + HOUR
+    for i in range(5):
+        assert store.claim_alert(f"new-{i}", later, HOUR)
+    assert count_rows(db_path, "alert_claims") == 5
+    # A pruned claim was long expired anyway: claiming it again succeeds, as it would have.
+    assert store.claim_alert("old-0", later, HOUR) is True
+    assert store.claim_alert("new-0", later, HOUR) is False
+    store.close()
+
+
+# --- threads ----------------------------------------------------------------------------------
+def test_threads_share_one_store_without_double_claims(tmp_path: Path) -> None:
+    store = SQLiteStore(str(tmp_path / "threads.db"))
+    keys = [f"k{i}" for i in range(50)]
+    wins: list[str] = []
+    errors: list[BaseException] = []
+    start = threading.Barrier(8)
+
+    def work() -> None:
+        try:
+            start.wait()
+            for key in keys:
+                if store.claim_alert(key, T0, HOUR):
+                    wins.append(key)
+                store.put_monitor(Monitor(host=key, created_at=T0))
+                store.get_monitor(key)
+        except BaseException as error:  # collected and asserted below
+            errors.append(error)
+
+    threads = [threading.Thread(target=work) for _ in range(8)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    assert errors == []
+    assert sorted(wins) == sorted(keys)
+    assert len(store.list_monitors()) == 50
+    store.close()
