@@ -13,6 +13,7 @@ uvicorn) lets a running pass finish, then closes the provider clients and the st
 from __future__ import annotations
 
 import asyncio
+import signal
 import socket
 import sys
 import threading
@@ -107,7 +108,7 @@ def serve_jobs(
     if settings.accounts:
 
         async def reap() -> None:
-            from reaper.reap import reap_once  # type: ignore[attr-defined,unused-ignore]
+            from reaper.reap import reap_once
 
             await reap_once(settings, store, notifier, clock)
 
@@ -277,7 +278,13 @@ def uvicorn_config(asgi: ReaperASGI) -> uvicorn.Config:
 
 
 class _Server(uvicorn.Server):
-    """uvicorn.Server that says when it is listening (tests wait on it instead of polling)."""
+    """uvicorn.Server that says when it is listening (tests wait on it instead of polling),
+    and whose SIGTERM/SIGINT end in a clean exit.
+
+    uvicorn 0.54 re-raises a caught signal after its graceful shutdown, so the process dies
+    of it (SIGTERM: status -15, SIGINT: KeyboardInterrupt) even though everything was closed
+    properly; `reaper serve` returns 0 instead, as a finished command does.
+    """
 
     def __init__(self, config: uvicorn.Config) -> None:
         super().__init__(config)
@@ -286,6 +293,19 @@ class _Server(uvicorn.Server):
     async def startup(self, sockets: list[socket.socket] | None = None) -> None:
         await super().startup(sockets)
         self.ready.set()
+
+    @contextmanager
+    def capture_signals(self) -> Iterator[None]:
+        if threading.current_thread() is not threading.main_thread():
+            yield  # signals can only be handled in the main thread (tests run us in another)
+            return
+        handled = (signal.SIGINT, signal.SIGTERM)
+        originals = {sig: signal.signal(sig, self.handle_exit) for sig in handled}
+        try:
+            yield
+        finally:
+            for sig, handler in originals.items():
+                signal.signal(sig, handler)
 
 
 @dataclass
@@ -389,7 +409,7 @@ def serve_command(settings: Settings, host: str, port: int) -> int:
     )
     _announce(settings, host, sock.getsockname()[1], channels)
     try:
-        uvicorn.Server(uvicorn_config(asgi)).run(sockets=[sock])
+        _Server(uvicorn_config(asgi)).run(sockets=[sock])
     finally:
         sock.close()
     log.event("serve_stopped")

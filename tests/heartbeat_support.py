@@ -4,9 +4,10 @@ loopback ephemeral port, a FakeClock, a RecordingNotifier and a SQLite file in t
 from __future__ import annotations
 
 import asyncio
+import atexit
 import dataclasses
 from collections.abc import Iterator, Sequence
-from contextlib import contextmanager
+from contextlib import ExitStack, contextmanager
 from dataclasses import dataclass
 from datetime import timedelta
 from pathlib import Path
@@ -22,7 +23,7 @@ from reaper.models import Alert, Delivery
 from reaper.notify.base import Notifier, RecordingNotifier
 from reaper.providers.base import ProviderClient
 from reaper.ratelimit import Rate
-from reaper.server import Job, RunningServer, build_asgi, serving
+from reaper.server import Job, ReaperASGI, RunningServer, build_asgi, serving
 from reaper.store.sqlite import SQLiteStore
 
 KEY = "ping-key-for-tests-0123"
@@ -94,6 +95,24 @@ class Served:
         self.clock.advance(timedelta(**kwargs))
 
 
+_shared: tuple[ReaperASGI, RunningServer] | None = None
+_shared_exit = ExitStack()
+
+
+def _shared_server(asgi: ReaperASGI) -> RunningServer:
+    """One uvicorn for the whole test run: starting and stopping one per test costs ~0.3 s
+    each, which is most of the suite's time. Each test swaps in its own `App` (settings,
+    store, notifier, clock, rate limits), so nothing but the listening socket is shared."""
+    global _shared
+    if _shared is None:
+        running = _shared_exit.enter_context(serving(asgi))
+        atexit.register(_shared_exit.close)
+        _shared = (asgi, running)
+    shared_asgi, running = _shared
+    shared_asgi.app = asgi.app
+    return running
+
+
 @contextmanager
 def served(
     settings: Settings,
@@ -103,12 +122,21 @@ def served(
     channels: Sequence[str] = ("recording",),
     clock: FakeClock | None = None,
     jobs: Sequence[Job] = (),
+    dedicated: bool = False,
 ) -> Iterator[Served]:
+    """The app on loopback. `dedicated` (or jobs) runs its own uvicorn, with a lifespan that
+    starts the jobs and, at the end, closes the store as `reaper serve` does on SIGTERM."""
     store = SQLiteStore(settings.state.location)
     recorder = notifier if notifier is not None else RecordingNotifier()
     fake = clock or FakeClock()
     asgi = build_asgi(settings, store, recorder, fake, channels=channels, limits=limits, jobs=jobs)
-    with serving(asgi) as running, httpx.Client(base_url=running.url, timeout=10) as client:
+    with ExitStack() as stack:
+        if dedicated or jobs:
+            running = stack.enter_context(serving(asgi))
+        else:
+            running = _shared_server(asgi)
+            stack.callback(store.close)
+        client = stack.enter_context(httpx.Client(base_url=running.url, timeout=10))
         yield Served(settings, store, recorder, fake, running, client)  # type: ignore[arg-type]
 
 
@@ -124,3 +152,21 @@ def raw_request(port: int, head: str, body: bytes = b"") -> tuple[int, bytes]:
     status_line, _, rest = data.partition(b"\r\n")
     _, _, payload = rest.partition(b"\r\n\r\n")
     return int(status_line.split()[1]), payload
+
+
+def watch_with_providers(app: Served, **kwargs: Any) -> WatchReport:
+    """One watch pass with real provider clients (made and closed inside the pass's loop)."""
+    from reaper.providers import HttpOptions, make_clients
+
+    async def run() -> WatchReport:
+        options = HttpOptions(timeout=5, max_attempts=1, backoff_base=0.001, backoff_cap=0.01)
+        clients = make_clients(app.settings, options)
+        try:
+            return await watch_pass(
+                app.settings, app.store, app.notifier, app.clock, clients, **kwargs
+            )
+        finally:
+            for client in clients:
+                await client.aclose()
+
+    return asyncio.run(run())

@@ -1,0 +1,152 @@
+"""`reaper serve` as a user runs it: a real process, real signals. It refuses DynamoDB state,
+says when reaping is off, reaps on schedule when keys are set, shuts down cleanly on SIGTERM,
+and never prints a key."""
+
+from __future__ import annotations
+
+import os
+import queue
+import re
+import signal
+import subprocess
+import sys
+import threading
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass
+from pathlib import Path
+
+import httpx
+import pytest
+
+from reaper.config import ConfigError, Settings, StateURL
+from reaper.providers.emulator import RunPodEmulator
+from reaper.server import serve_command
+from reaper.store.sqlite import SQLiteStore
+
+KEY = "serve-ping-key-98765"
+RUNPOD_KEY = "rp-serve-key-13579"
+
+
+@dataclass
+class Process:
+    proc: subprocess.Popen[str]
+    lines: queue.Queue[str]
+    seen: list[str]
+    port: int = 0
+
+    def wait_for(self, pattern: str, timeout: float = 20) -> str:
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            try:
+                line = self.lines.get(timeout=0.2)
+            except queue.Empty:
+                if self.proc.poll() is not None:
+                    break
+                continue
+            self.seen.append(line)
+            if re.search(pattern, line):
+                return line
+        raise AssertionError(f"never saw {pattern!r}; got:\n" + "".join(self.seen))
+
+    def output(self) -> str:
+        while not self.lines.empty():
+            self.seen.append(self.lines.get())
+        return "".join(self.seen)
+
+
+@contextmanager
+def reaper_serve(tmp_path: Path, **env: str) -> Iterator[Process]:
+    environ = {
+        "PATH": os.environ.get("PATH", ""),
+        "HOME": str(tmp_path),
+        "XDG_STATE_HOME": str(tmp_path / "xdg"),
+        "REAPER_STATE": f"sqlite:///{tmp_path / 'state.db'}",
+        "REAPER_PING_KEY": KEY,
+        **env,
+    }
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "reaper.cli", "serve", "--port", "0"],
+        cwd=tmp_path,
+        env=environ,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+    )
+    lines: queue.Queue[str] = queue.Queue()
+
+    def pump() -> None:
+        assert proc.stdout is not None
+        for line in proc.stdout:
+            lines.put(line)
+
+    threading.Thread(target=pump, daemon=True).start()
+    process = Process(proc, lines, [])
+    try:
+        listening = process.wait_for(r"listening=http://127\.0\.0\.1:\d+")
+        match = re.search(r"127\.0\.0\.1:(\d+)", listening)
+        assert match is not None
+        process.port = int(match.group(1))
+        yield process
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+
+
+def test_serve_refuses_dynamodb_state() -> None:
+    settings = Settings(state=StateURL("dynamodb", "reaper-table"))
+    with pytest.raises(ConfigError) as raised:
+        serve_command(settings, host="127.0.0.1", port=0)
+    assert raised.value.variable == "REAPER_STATE"
+
+
+def test_dynamodb_state_is_one_line_and_exit_2(tmp_path: Path) -> None:
+    result = subprocess.run(
+        [sys.executable, "-m", "reaper.cli", "serve", "--port", "0"],
+        cwd=tmp_path,
+        env={"PATH": os.environ.get("PATH", ""), "REAPER_STATE": "dynamodb://reaper-table"},
+        capture_output=True,
+        text=True,
+        timeout=30,
+    )
+    assert result.returncode == 2
+    assert result.stderr.count("\n") == 1 and "REAPER_STATE" in result.stderr
+
+
+def test_without_keys_it_serves_with_reaping_off_and_stops_on_sigterm(tmp_path: Path) -> None:
+    with reaper_serve(tmp_path) as serve:
+        url = f"http://127.0.0.1:{serve.port}"
+        assert httpx.get(f"{url}/ping/{KEY}/box").status_code == 200
+        assert httpx.get(f"{url}/ping/wrong/box").status_code == 404
+        serve.proc.send_signal(signal.SIGTERM)
+        assert serve.proc.wait(timeout=20) == 0
+        output = serve.output()
+    assert "reaping=off" in output
+    assert KEY not in output
+    store = SQLiteStore(str(tmp_path / "state.db"), read_only=True)
+    assert [m.host for m in store.list_monitors()] == ["box"]
+    store.close()
+
+
+def test_with_keys_it_reaps_on_schedule(tmp_path: Path) -> None:
+    with RunPodEmulator({"main": RUNPOD_KEY}) as runpod:
+        runpod.add_pod(name="busy")
+        env = {
+            "RUNPOD_API_KEY": f"main={RUNPOD_KEY}",
+            "RUNPOD_API_URL": runpod.rest_url,
+            "RUNPOD_GRAPHQL_URL": runpod.graphql_url,
+        }
+        with reaper_serve(tmp_path, **env) as serve:
+            serve.wait_for(r"pass_done\s+job=reap")
+            serve.proc.send_signal(signal.SIGINT)
+            assert serve.proc.wait(timeout=20) == 0
+            output = serve.output()
+        assert runpod.count("list") >= 1
+    assert "reaping=every" in output
+    assert RUNPOD_KEY not in output and KEY not in output
+    store = SQLiteStore(str(tmp_path / "state.db"), read_only=True)
+    last = store.last_reap()
+    store.close()
+    assert last is not None and last.instances == 1
