@@ -14,8 +14,10 @@ and every message this layer builds is scrubbed of it before it reaches an excep
 from __future__ import annotations
 
 import asyncio
+import functools
 import json
 import random
+import ssl
 from collections.abc import AsyncIterator, Mapping
 from contextlib import asynccontextmanager
 from dataclasses import dataclass, field
@@ -181,6 +183,13 @@ def summarise_error(body: bytes) -> str:
     return line[:_SUMMARY_LIMIT]
 
 
+@functools.cache
+def tls_context() -> ssl.SSLContext:
+    """One verified TLS context per process: building one loads the CA bundle (tens of ms),
+    and every client of every account would otherwise pay that again."""
+    return httpx.create_ssl_context()
+
+
 class Requester:
     """One account's HTTP session: auth header, timeouts, retries, adaptive concurrency."""
 
@@ -203,6 +212,7 @@ class Requester:
             headers={"Authorization": f"Bearer {account.key}", "Accept": "application/json"},
             limits=httpx.Limits(max_connections=max(options.max_concurrency, 1) * 2),
             follow_redirects=False,
+            verify=tls_context(),
         )
 
     async def aclose(self) -> None:

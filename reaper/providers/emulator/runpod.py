@@ -234,7 +234,12 @@ class RunPodEmulator(EmulatorServer):
             "ports": ["8000/http"],
             "env": {"MODEL_NAME": "sdxl"},
             "registry": None,
-            "gpu": {"pools": ["ADA_24"], "count": 1, "allowedCudaVersions": []},
+            "gpu": {
+                "pools": ["ADA_24"],
+                "count": 1,
+                "allowedCudaVersions": [],
+                "minCudaVersion": None,
+            },
             "workers": {"min": 0, "max": 5, "idleTimeout": 5},
             "scaling": {"type": "QUEUE_DELAY", "queueDelay": 4},
             "dataCenterIds": ["US-KS-2"],

@@ -180,7 +180,7 @@ class EmulatorServer:
         self._port = self._server.server_address[1]
         self._thread = threading.Thread(
             target=self._server.serve_forever,
-            kwargs={"poll_interval": 0.05},
+            kwargs={"poll_interval": 0.01},
             name=f"{self.provider}-emulator",
             daemon=True,
         )

@@ -229,7 +229,8 @@ class VastEmulator(EmulatorServer):
     ) -> None:
         volume = {
             "id": volume_id,
-            "instances": list(instances or []),
+            # The spec types these as objects without saying what they hold: the id is given.
+            "instances": [{"id": i} for i in instances or []],
             "driver_version": "550.54.14",
             "cuda_max_good": 12.4,
             "machine_id": 12,
