@@ -24,6 +24,14 @@ RP_KEY = "rp-schema-key-0006"
 VAST_KEY = "vast-schema-key-0006"
 
 
+@pytest.fixture(scope="module")
+def web() -> Iterator[httpx.Client]:
+    """One plain HTTP client per module: `httpx.get()` would build a client, and load the CA
+    bundle, on every call."""
+    with httpx.Client(timeout=10) as client:
+        yield client
+
+
 def reference_dir() -> Path | None:
     """`shared/reference` beside the repo (CI clones it there), else the shared workspace."""
     for candidate in (
@@ -103,7 +111,7 @@ def vast_response(document: str, path: str, method: str, status: str) -> str:
 
 
 @pytest.fixture(scope="module")
-def runpod() -> Iterator[RunPodEmulator]:
+def runpod(web: httpx.Client) -> Iterator[RunPodEmulator]:
     with RunPodEmulator({"main": RP_KEY}, delete_linger_reads=5) as server:
         server.add_pod(status="RUNNING", gpu_utils=[10, 90])
         server.add_pod(status="EXITED", locked=True)
@@ -112,7 +120,7 @@ def runpod() -> Iterator[RunPodEmulator]:
         server.add_pod(status="ERROR")
         server.add_pod(status="RUNNING", cluster_id="cluster_abc123")
         gone = server.add_pod(status="EXITED")
-        httpx.delete(f"{server.rest_url}/pods/{gone}", headers=auth(RP_KEY))
+        web.delete(f"{server.rest_url}/pods/{gone}", headers=auth(RP_KEY))
         server.add_network_volume("2q9m7x4c", size=100)
         server.add_network_volume("big1", size=2000, volume_type="HIGH_PERFORMANCE")
         server.add_endpoint("4m7x2k9q", network_volumes=["2q9m7x4c"])
@@ -123,8 +131,10 @@ def auth(key: str) -> dict[str, str]:
     return {"Authorization": f"Bearer {key}"}
 
 
-def test_runpod_list_pods_matches_list_pods_response(runpod: RunPodEmulator) -> None:
-    answer = httpx.get(
+def test_runpod_list_pods_matches_list_pods_response(
+    runpod: RunPodEmulator, web: httpx.Client
+) -> None:
+    answer = web.get(
         f"{runpod.rest_url}/pods", params={"includeClusterPods": "true"}, headers=auth(RP_KEY)
     )
     assert answer.status_code == 200
@@ -138,21 +148,25 @@ def test_runpod_list_pods_matches_list_pods_response(runpod: RunPodEmulator) -> 
         check(answer.headers[header], runpod_schema(f"{header.replace('-', '')}Header"))
 
 
-def test_runpod_cluster_pods_are_excluded_by_default(runpod: RunPodEmulator) -> None:
-    body = httpx.get(f"{runpod.rest_url}/pods", headers=auth(RP_KEY)).json()
+def test_runpod_cluster_pods_are_excluded_by_default(
+    runpod: RunPodEmulator, web: httpx.Client
+) -> None:
+    body = web.get(f"{runpod.rest_url}/pods", headers=auth(RP_KEY)).json()
     assert not any("cluster" in pod for pod in body["pods"])
 
 
-def test_runpod_get_pod_matches_pod(runpod: RunPodEmulator) -> None:
+def test_runpod_get_pod_matches_pod(runpod: RunPodEmulator, web: httpx.Client) -> None:
     pod_id = runpod.pod_ids()[0]
-    answer = httpx.get(f"{runpod.rest_url}/pods/{pod_id}", headers=auth(RP_KEY))
+    answer = web.get(f"{runpod.rest_url}/pods/{pod_id}", headers=auth(RP_KEY))
     assert answer.status_code == 200
     check(answer.json(), runpod_schema("Pod"))
 
 
-def test_runpod_delete_answers_204_without_a_body(runpod: RunPodEmulator) -> None:
+def test_runpod_delete_answers_204_without_a_body(
+    runpod: RunPodEmulator, web: httpx.Client
+) -> None:
     pod_id = runpod.add_pod(status="EXITED")
-    answer = httpx.delete(f"{runpod.rest_url}/pods/{pod_id}", headers=auth(RP_KEY))
+    answer = web.delete(f"{runpod.rest_url}/pods/{pod_id}", headers=auth(RP_KEY))
     assert (answer.status_code, answer.content) == (204, b"")
 
 
@@ -167,25 +181,27 @@ def test_runpod_delete_answers_204_without_a_body(runpod: RunPodEmulator) -> Non
     ],
 )
 def test_runpod_errors_are_rfc9457_problems(
-    runpod: RunPodEmulator, method: str, path: str, key: str | None, status: int
+    runpod: RunPodEmulator, method: str, path: str, key: str | None, status: int, web: httpx.Client
 ) -> None:
-    answer = httpx.request(method, f"{runpod.rest_url}{path}", headers=auth(key) if key else {})
+    answer = web.request(method, f"{runpod.rest_url}{path}", headers=auth(key) if key else {})
     assert answer.status_code == status
     assert answer.headers["content-type"] == "application/problem+json"
     assert answer.json()["status"] == status
     check(answer.json(), runpod_schema("ErrorResponse"))
 
 
-def test_runpod_cluster_delete_is_a_409_problem(runpod: RunPodEmulator) -> None:
+def test_runpod_cluster_delete_is_a_409_problem(runpod: RunPodEmulator, web: httpx.Client) -> None:
     member = runpod.add_pod(cluster_id="cluster_x")
-    answer = httpx.delete(f"{runpod.rest_url}/pods/{member}", headers=auth(RP_KEY))
+    answer = web.delete(f"{runpod.rest_url}/pods/{member}", headers=auth(RP_KEY))
     assert answer.status_code == 409
     check(answer.json(), runpod_schema("ErrorResponse"))
 
 
-def test_runpod_429_is_a_problem_with_the_spec_headers(runpod: RunPodEmulator) -> None:
+def test_runpod_429_is_a_problem_with_the_spec_headers(
+    runpod: RunPodEmulator, web: httpx.Client
+) -> None:
     runpod.rate_limit_next(1, retry_after=12)
-    answer = httpx.get(f"{runpod.rest_url}/pods", headers=auth(RP_KEY))
+    answer = web.get(f"{runpod.rest_url}/pods", headers=auth(RP_KEY))
     assert answer.status_code == 429
     check(answer.json(), runpod_schema("ErrorResponse"))
     assert answer.headers["Retry-After"] == "12"
@@ -194,15 +210,17 @@ def test_runpod_429_is_a_problem_with_the_spec_headers(runpod: RunPodEmulator) -
     assert answer.headers["RateLimit-Policy"] == '"minute";q=60;w=60'
 
 
-def test_runpod_network_volumes_match_the_spec(runpod: RunPodEmulator) -> None:
-    answer = httpx.get(f"{runpod.rest_url}/network-volumes", headers=auth(RP_KEY))
+def test_runpod_network_volumes_match_the_spec(runpod: RunPodEmulator, web: httpx.Client) -> None:
+    answer = web.get(f"{runpod.rest_url}/network-volumes", headers=auth(RP_KEY))
     assert answer.status_code == 200
     assert len(answer.json()["networkVolumes"]) == 2
     check(answer.json(), runpod_schema("ListNetworkVolumesResponse"))
 
 
-def test_runpod_serverless_endpoints_match_the_spec(runpod: RunPodEmulator) -> None:
-    answer = httpx.get(f"{runpod.rest_url}/serverless", headers=auth(RP_KEY))
+def test_runpod_serverless_endpoints_match_the_spec(
+    runpod: RunPodEmulator, web: httpx.Client
+) -> None:
+    answer = web.get(f"{runpod.rest_url}/serverless", headers=auth(RP_KEY))
     assert answer.status_code == 200
     assert answer.json()["endpoints"][0]["networkVolumes"] == ["2q9m7x4c"]
     check(answer.json(), runpod_schema("ListEndpointsResponse"))
@@ -238,13 +256,13 @@ def vast() -> Iterator[VastEmulator]:
         yield server
 
 
-def test_vast_list_instances_pages_match_the_spec(vast: VastEmulator) -> None:
+def test_vast_list_instances_pages_match_the_spec(vast: VastEmulator, web: httpx.Client) -> None:
     ref = vast_response("show_instances", "/api/v1/instances/", "get", "200")
-    first = httpx.get(f"{vast.url}/api/v1/instances/", params={"limit": 25}, headers=auth(VAST_KEY))
+    first = web.get(f"{vast.url}/api/v1/instances/", params={"limit": 25}, headers=auth(VAST_KEY))
     assert first.status_code == 200
     check(first.json(), ref)
     token = first.json()["next_token"]
-    second = httpx.get(
+    second = web.get(
         f"{vast.url}/api/v1/instances/",
         params={"limit": 25, "after_token": token},
         headers=auth(VAST_KEY),
@@ -254,33 +272,33 @@ def test_vast_list_instances_pages_match_the_spec(vast: VastEmulator) -> None:
     assert len(first.json()["instances"]) + len(second.json()["instances"]) == 37
 
 
-def test_vast_invalid_token_is_the_spec_400(vast: VastEmulator) -> None:
-    answer = httpx.get(
+def test_vast_invalid_token_is_the_spec_400(vast: VastEmulator, web: httpx.Client) -> None:
+    answer = web.get(
         f"{vast.url}/api/v1/instances/", params={"after_token": "%%%"}, headers=auth(VAST_KEY)
     )
     assert answer.status_code == 400
     check(answer.json(), vast_response("show_instances", "/api/v1/instances/", "get", "400"))
 
 
-def test_vast_401_is_the_spec_error(vast: VastEmulator) -> None:
-    answer = httpx.get(f"{vast.url}/api/v1/instances/", headers=auth("vast-wrong"))
+def test_vast_401_is_the_spec_error(vast: VastEmulator, web: httpx.Client) -> None:
+    answer = web.get(f"{vast.url}/api/v1/instances/", headers=auth("vast-wrong"))
     assert answer.status_code == 401
     check(answer.json(), vast_response("show_instances", "/api/v1/instances/", "get", "401"))
 
 
-def test_vast_429_json_body_is_the_spec_shape(vast: VastEmulator) -> None:
+def test_vast_429_json_body_is_the_spec_shape(vast: VastEmulator, web: httpx.Client) -> None:
     """The list spec gives 429 a JSON `{detail}`; rate-limits-and-errors.mdx says the body is
     often plain text — the emulator's default. Here the JSON form is checked; no Retry-After."""
     vast.rate_limit_next(1, kind="list", retry_after=30)
-    answer = httpx.get(f"{vast.url}/api/v1/instances/", headers=auth(VAST_KEY))
+    answer = web.get(f"{vast.url}/api/v1/instances/", headers=auth(VAST_KEY))
     assert answer.status_code == 429
     assert "Retry-After" not in answer.headers
     check(answer.json(), vast_response("show_instances", "/api/v1/instances/", "get", "429"))
 
 
-def test_vast_show_instance_matches_the_spec(vast: VastEmulator) -> None:
+def test_vast_show_instance_matches_the_spec(vast: VastEmulator, web: httpx.Client) -> None:
     instance_id = vast.instance_ids()[0]
-    answer = httpx.get(f"{vast.url}/api/v0/instances/{instance_id}/", headers=auth(VAST_KEY))
+    answer = web.get(f"{vast.url}/api/v0/instances/{instance_id}/", headers=auth(VAST_KEY))
     assert answer.status_code == 200
     body = answer.json()
     # show_instance.yaml contradicts show_instances.yaml on two fields: `extra_env` (strings
@@ -292,41 +310,39 @@ def test_vast_show_instance_matches_the_spec(vast: VastEmulator) -> None:
     check(body, vast_response("show_instance", "/api/v0/instances/{id}/", "get", "200"))
 
 
-def test_vast_destroy_answers_match_the_spec(vast: VastEmulator) -> None:
+def test_vast_destroy_answers_match_the_spec(vast: VastEmulator, web: httpx.Client) -> None:
     instance_id = vast.add_instance(actual_status="stopped")
     url = f"{vast.url}/api/v0/instances/{instance_id}/"
     path = "/api/v0/instances/{id}/"
-    done = httpx.delete(url, headers=auth(VAST_KEY))
+    done = web.delete(url, headers=auth(VAST_KEY))
     assert done.status_code == 200 and done.json()["success"] is True
     check(done.json(), vast_response("destroy_instance", path, "delete", "200"))
-    again = httpx.delete(url, headers=auth(VAST_KEY))
+    again = web.delete(url, headers=auth(VAST_KEY))
     assert again.status_code == 404 and again.json()["error"] == "not_found"
     check(again.json(), vast_response("destroy_instance", path, "delete", "404"))
-    bad = httpx.delete(f"{vast.url}/api/v0/instances/abc/", headers=auth(VAST_KEY))
+    bad = web.delete(f"{vast.url}/api/v0/instances/abc/", headers=auth(VAST_KEY))
     assert bad.status_code == 400
     check(bad.json(), vast_response("destroy_instance", path, "delete", "400"))
     vast.rate_limit_next(1, kind="delete")
-    limited = httpx.delete(url, headers=auth(VAST_KEY))
+    limited = web.delete(url, headers=auth(VAST_KEY))
     assert limited.status_code == 429
     check(limited.json(), vast_response("destroy_instance", path, "delete", "429"))
 
 
-def test_vast_show_user_matches_the_spec(vast: VastEmulator) -> None:
-    answer = httpx.get(f"{vast.url}/api/v0/users/current/", headers=auth(VAST_KEY))
+def test_vast_show_user_matches_the_spec(vast: VastEmulator, web: httpx.Client) -> None:
+    answer = web.get(f"{vast.url}/api/v0/users/current/", headers=auth(VAST_KEY))
     assert answer.status_code == 200
     assert (answer.json()["balance"], answer.json()["credit"]) == (12.5, 10.0)
     check(answer.json(), vast_response("show_user", "/api/v0/users/current/", "get", "200"))
 
 
-def test_vast_show_volumes_matches_the_spec(vast: VastEmulator) -> None:
+def test_vast_show_volumes_matches_the_spec(vast: VastEmulator, web: httpx.Client) -> None:
     ref = vast_response("show_volumes", "/api/v0/volumes/", "get", "200")
-    answer = httpx.get(
-        f"{vast.url}/api/v0/volumes/", params={"owner": "me"}, headers=auth(VAST_KEY)
-    )
+    answer = web.get(f"{vast.url}/api/v0/volumes/", params={"owner": "me"}, headers=auth(VAST_KEY))
     assert answer.status_code == 200
     assert len(answer.json()["volumes"]) == 2
     check(answer.json(), ref)
-    denied = httpx.get(f"{vast.url}/api/v0/volumes/", headers=auth("vast-wrong"))
+    denied = web.get(f"{vast.url}/api/v0/volumes/", headers=auth("vast-wrong"))
     assert denied.status_code == 401
     check(denied.json(), vast_response("show_volumes", "/api/v0/volumes/", "get", "401"))
 

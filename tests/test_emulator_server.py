@@ -7,6 +7,7 @@ from __future__ import annotations
 import http.client
 import threading
 import time
+from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor
 
 import httpx
@@ -16,6 +17,14 @@ from reaper.providers.emulator import RunPodEmulator, VastEmulator
 
 RP_KEY = "rp-server-key-0008"
 VAST_KEY = "vast-server-key-0008"
+
+
+@pytest.fixture(scope="module")
+def web() -> Iterator[httpx.Client]:
+    """One plain HTTP client per module: `httpx.get()` would build a client, and load the CA
+    bundle, on every call."""
+    with httpx.Client(timeout=10) as client:
+        yield client
 
 
 def test_a_hundred_concurrent_keep_alive_connections_are_served() -> None:
@@ -65,15 +74,15 @@ def test_keep_alive_reuses_one_connection() -> None:
     assert len(ports) == 1
 
 
-def test_accounts_see_only_their_own_instances() -> None:
+def test_accounts_see_only_their_own_instances(web: httpx.Client) -> None:
     keys = {"alice": "vast-alice-key", "bob": "vast-bob-key"}
     with VastEmulator(keys) as server:
         mine = server.add_instance(account="alice")
         server.add_instance(account="bob")
-        answer = httpx.get(
+        answer = web.get(
             f"{server.url}/api/v1/instances/", headers={"Authorization": "Bearer vast-alice-key"}
         ).json()
-        denied = httpx.delete(
+        denied = web.delete(
             f"{server.url}/api/v0/instances/{mine}/",
             headers={"Authorization": "Bearer vast-bob-key"},
         )
@@ -82,52 +91,52 @@ def test_accounts_see_only_their_own_instances() -> None:
 
 
 @pytest.mark.parametrize("header", [None, "Bearer nope", "Basic dmFzdA==", "Bearer"])
-def test_missing_or_wrong_bearer_is_401(header: str | None) -> None:
+def test_missing_or_wrong_bearer_is_401(header: str | None, web: httpx.Client) -> None:
     with VastEmulator({"main": VAST_KEY}) as vast, RunPodEmulator({"main": RP_KEY}) as runpod:
         headers = {"Authorization": header} if header else {}
         answers = [
-            httpx.get(f"{vast.url}/api/v1/instances/", headers=headers),
-            httpx.get(f"{runpod.rest_url}/pods", headers=headers),
+            web.get(f"{vast.url}/api/v1/instances/", headers=headers),
+            web.get(f"{runpod.rest_url}/pods", headers=headers),
         ]
         assert vast.requests[0].account is None
     assert [a.status_code for a in answers] == [401, 401]
 
 
-def test_counters_and_the_mutation_log() -> None:
+def test_counters_and_the_mutation_log(web: httpx.Client) -> None:
     with RunPodEmulator({"main": RP_KEY}) as server:
         pod = server.add_pod()
         auth = {"Authorization": f"Bearer {RP_KEY}"}
-        httpx.get(f"{server.rest_url}/pods", headers=auth)
-        httpx.get(f"{server.rest_url}/pods", headers=auth)
-        httpx.get(f"{server.rest_url}/network-volumes", headers=auth)
-        httpx.post(
+        web.get(f"{server.rest_url}/pods", headers=auth)
+        web.get(f"{server.rest_url}/pods", headers=auth)
+        web.get(f"{server.rest_url}/network-volumes", headers=auth)
+        web.post(
             server.graphql_url, json={"query": "query { myself { clientBalance } }"}, headers=auth
         )
-        httpx.delete(f"{server.rest_url}/pods/{pod}", headers=auth)
+        web.delete(f"{server.rest_url}/pods/{pod}", headers=auth)
         counts = dict(server.calls)
         mutations = server.mutations
     assert counts == {"list": 2, "volumes": 1, "balance": 1, "delete": 1}
     assert [(m.method, m.path, m.status) for m in mutations] == [("DELETE", f"/v2/pods/{pod}", 204)]
 
 
-def test_failures_are_injected_once_per_count_and_by_kind() -> None:
+def test_failures_are_injected_once_per_count_and_by_kind(web: httpx.Client) -> None:
     with VastEmulator({"main": VAST_KEY}) as server:
         auth = {"Authorization": f"Bearer {VAST_KEY}"}
         server.fail_next("balance", 502, count=2)
-        volumes = httpx.get(f"{server.url}/api/v0/volumes/", headers=auth).status_code
+        volumes = web.get(f"{server.url}/api/v0/volumes/", headers=auth).status_code
         balances = [
-            httpx.get(f"{server.url}/api/v0/users/current/", headers=auth).status_code
+            web.get(f"{server.url}/api/v0/users/current/", headers=auth).status_code
             for _ in range(3)
         ]
     assert volumes == 200
     assert balances == [502, 502, 200]
 
 
-def test_latency_is_added_to_every_call() -> None:
+def test_latency_is_added_to_every_call(web: httpx.Client) -> None:
     with RunPodEmulator({"main": RP_KEY}) as server:
         server.set_latency(0.2)
         started = time.perf_counter()
-        httpx.get(f"{server.rest_url}/pods", headers={"Authorization": f"Bearer {RP_KEY}"})
+        web.get(f"{server.rest_url}/pods", headers={"Authorization": f"Bearer {RP_KEY}"})
         assert time.perf_counter() - started >= 0.2
 
 
@@ -146,9 +155,9 @@ def test_down_refuses_connections_and_comes_back_on_the_same_port() -> None:
             assert client.get(url).status_code == 200
 
 
-def test_vast_v0_list_is_gone() -> None:
+def test_vast_v0_list_is_gone(web: httpx.Client) -> None:
     with VastEmulator({"main": VAST_KEY}) as server:
-        answer = httpx.get(
+        answer = web.get(
             f"{server.url}/api/v0/instances/", headers={"Authorization": f"Bearer {VAST_KEY}"}
         )
     assert answer.status_code == 410
