@@ -242,3 +242,35 @@ def test_backoff_grows_and_is_capped() -> None:
     for retry, ceiling in [(1, 1.0), (2, 2.0), (3, 4.0), (4, 8.0), (9, 8.0)]:
         delay = options.backoff(retry)
         assert ceiling / 2 <= delay <= ceiling
+
+
+def test_adaptive_limit_halves_to_its_floor_and_grows_back_additively() -> None:
+    from reaper.providers.http import AdaptiveLimit
+
+    limit = AdaptiveLimit(maximum=8, minimum=2)
+    for expected in (4.0, 2.0, 2.0):
+        limit.throttled()
+        assert limit.limit == expected
+    assert limit.lowest == 2.0
+    successes = 0
+    while limit.limit < 8.0:
+        limit.succeeded()
+        successes += 1
+    # Additive: about one step per `limit` successes, so 2 -> 8 takes ~2+3+...+7 = 27.
+    assert 20 <= successes <= 35
+    limit.succeeded()
+    assert limit.limit == 8.0
+
+
+def test_adaptive_limit_works_across_event_loops() -> None:
+    from reaper.providers.http import AdaptiveLimit
+
+    limit = AdaptiveLimit(maximum=2, minimum=1)
+
+    async def use() -> int:
+        async with limit.slot():
+            return limit.in_flight
+
+    assert asyncio.run(use()) == 1
+    assert asyncio.run(use()) == 1
+    assert limit.in_flight == 0

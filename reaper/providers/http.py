@@ -7,6 +7,9 @@ does; Vast publishes none), and an adaptive concurrency limit per client that ha
 and grows back on successes, so that a burst of terminations slows itself down instead of
 hammering an API that is already saying "too many".
 
+DELETE is retried like the reads: both providers' deletes are idempotent (a repeat of one that
+did go through answers 404 `not_found`), and the reap pass confirms by re-listing anyway.
+
 The account key travels only in the `Authorization: Bearer` header. It is never put in a URL,
 and every message this layer builds is scrubbed of it before it reaches an exception or a log.
 """
@@ -87,11 +90,14 @@ class AdaptiveLimit:
         self.lowest = float(maximum)
         self.in_flight = 0
         self._changed: asyncio.Condition | None = None
+        self._loop: asyncio.AbstractEventLoop | None = None
 
     def _condition(self) -> asyncio.Condition:
-        # Created on first use so that it binds to the loop that actually runs the client.
-        if self._changed is None:
-            self._changed = asyncio.Condition()
+        # Made on first use in each event loop: a condition is bound to the loop it first waited
+        # in, and a caller may run passes in successive `asyncio.run()` calls.
+        loop = asyncio.get_running_loop()
+        if self._changed is None or self._loop is not loop:
+            self._changed, self._loop, self.in_flight = asyncio.Condition(), loop, 0
         return self._changed
 
     @asynccontextmanager
