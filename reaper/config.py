@@ -72,6 +72,8 @@ class Settings:
     watch_every: timedelta = timedelta(minutes=1)
     max_runtime: timedelta | None = None
     idle_alert_after: timedelta = timedelta(hours=1)
+    # Beyond the contract: how long a volume may sit attached to nothing before it is a leak.
+    volume_orphan_after: timedelta = timedelta(hours=24)
 
     @property
     def accounts(self) -> tuple[Account, ...]:
@@ -289,6 +291,7 @@ def load_settings(
         ("REAPER_WATCH_EVERY", "watch_every"),
         ("REAPER_MAX_RUNTIME", "max_runtime"),
         ("IDLE_ALERT_AFTER", "idle_alert_after"),
+        ("REAPER_VOLUME_ORPHAN_AFTER", "volume_orphan_after"),
     ):
         if (raw := get(variable)) is not None:
             kwargs[attr] = parse_duration(raw, variable)

@@ -22,6 +22,7 @@ from pydantic import BaseModel, ConfigDict
 from reaper import log
 from reaper.clock import Clock, SystemClock, human_duration, iso
 from reaper.config import ConfigError, Settings
+from reaper.guards import GuardReport, guard_pass
 from reaper.models import (
     Action,
     AuditRecord,
@@ -88,6 +89,8 @@ class ReapReport:
     errors: list[AccountError] = field(default_factory=list)
     cap_exceeded: bool = False
     lease_taken: bool = False
+    # The money guards' findings (leaks, balances) of this pass; None when they did not run.
+    guards: GuardReport | None = None
 
     @property
     def exit_code(self) -> int:
@@ -126,6 +129,7 @@ class ReapReport:
             "cap_exceeded": self.cap_exceeded,
             "lease_taken": self.lease_taken,
             "exit_code": self.exit_code,
+            "guards": self.guards.to_json() if self.guards else None,
         }
 
 
@@ -318,7 +322,7 @@ class _Pass:
         ]
         done = await asyncio.gather(*jobs)
 
-        requested: dict[tuple[str, str], list[AuditRecord]] = {}
+        requested: dict[tuple[ProviderName, str], list[AuditRecord]] = {}
         for _decision, record in done:
             if record.result in ("deleted", "not_found"):
                 requested.setdefault((record.provider, record.account), []).append(record)
@@ -413,6 +417,19 @@ async def reap_pass(
             await run.alert(messages.cap_exceeded(plan.due_count, cap, held))
         if due:
             report.actions += [_result(d) for d in due] if dry_run else await run.terminate_all(due)
+
+        # The money guards reuse this listing; they only alert, never act, and never fail a pass.
+        report.guards = await guard_pass(
+            settings,
+            store,
+            clients,
+            notifier,
+            clock,
+            report.instances,
+            failed_accounts={(e.provider, e.account) for e in report.errors},
+            dry_run=dry_run,
+            volume_orphan_after=settings.volume_orphan_after,
+        )
 
         if not dry_run:
             finished = clock.now()

@@ -1,0 +1,112 @@
+"""A small world for reap-pass tests: both emulators, settings pointing at them, a SQLite store,
+a fake clock and a recording notifier. Real HTTP on loopback; time moves only when told."""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass, replace
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+from typing import Any
+
+from reaper.clock import FakeClock
+from reaper.config import Account, Settings, StateURL
+from reaper.notify.base import Notifier, RecordingNotifier
+from reaper.providers import HttpOptions, make_clients
+from reaper.providers.emulator import RunPodEmulator, VastEmulator
+from reaper.reap import ConfirmOptions, ReapReport, reap_pass
+from reaper.store.sqlite import SQLiteStore
+
+START = datetime(2026, 3, 2, 9, 0, tzinfo=UTC)
+RUNPOD_KEY = "rp-test-key-0123456789"
+VAST_KEY = "vast-test-key-0123456789"
+FAST_HTTP = HttpOptions(timeout=2.0, max_attempts=2, backoff_base=0.01, backoff_cap=0.02)
+FAST_CONFIRM = ConfirmOptions(attempts=4, first_delay=0.01, max_delay=0.02)
+
+
+@dataclass
+class World:
+    runpod: RunPodEmulator
+    vast: VastEmulator
+    settings: Settings
+    clock: FakeClock
+    notifier: RecordingNotifier
+    state_path: Path
+
+    def store(self, *, read_only: bool = False) -> SQLiteStore:
+        return SQLiteStore(str(self.state_path), read_only=read_only)
+
+    def run(
+        self,
+        *,
+        dry_run: bool = False,
+        settings: Settings | None = None,
+        notifier: Notifier | None = None,
+        **kwargs: Any,
+    ) -> ReapReport:
+        settings = settings or self.settings
+        store = self.store(read_only=dry_run)
+
+        async def go() -> ReapReport:
+            clients = make_clients(settings, FAST_HTTP)
+            try:
+                return await reap_pass(
+                    settings,
+                    store,
+                    clients,
+                    notifier or self.notifier,
+                    self.clock,
+                    dry_run=dry_run,
+                    confirm=FAST_CONFIRM,
+                    **kwargs,
+                )
+            finally:
+                await asyncio.gather(*(c.aclose() for c in clients))
+
+        try:
+            return asyncio.run(go())
+        finally:
+            store.close()
+
+    def advance(self, hours: float) -> None:
+        self.clock.advance(timedelta(hours=hours))
+
+    def env(self) -> dict[str, str]:
+        """The same configuration as environment variables, for CLI subprocess tests."""
+        return {
+            "RUNPOD_API_KEY": f"main={RUNPOD_KEY}",
+            "VAST_API_KEY": f"main={VAST_KEY}",
+            "RUNPOD_API_URL": self.runpod.rest_url,
+            "RUNPOD_GRAPHQL_URL": self.runpod.graphql_url,
+            "VAST_API_URL": self.vast.url,
+            "REAPER_STATE": f"sqlite:///{self.state_path}",
+        }
+
+
+def action_of(report: ReapReport, instance_id: str) -> str | None:
+    matches = [a.action for a in report.actions if a.id == instance_id]
+    assert len(matches) <= 1
+    return matches[0] if matches else None
+
+
+@contextmanager
+def world(tmp_path: Path, **settings_overrides: Any) -> Iterator[World]:
+    clock = FakeClock(START)
+    with (
+        RunPodEmulator({"main": RUNPOD_KEY}, now=clock.now) as runpod,
+        VastEmulator({"main": VAST_KEY}, now=clock.now) as vast,
+    ):
+        settings = Settings(
+            runpod_accounts=(Account("runpod", "main", RUNPOD_KEY),),
+            vast_accounts=(Account("vast", "main", VAST_KEY),),
+            runpod_api_url=runpod.rest_url,
+            runpod_graphql_url=runpod.graphql_url,
+            vast_api_url=vast.url,
+            state=StateURL("sqlite", str(tmp_path / "state" / "reaper.db")),
+        )
+        settings = replace(settings, **settings_overrides)
+        yield World(
+            runpod, vast, settings, clock, RecordingNotifier(), tmp_path / "state" / "reaper.db"
+        )

@@ -1,0 +1,180 @@
+"""`reaper reap`, `keep` and `audit` as a user runs them, and `invoke reap --dry-run`."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+from tests.reap_support import World, world
+
+REPO = Path(__file__).resolve().parents[1]
+
+
+def cli(
+    w: World, *args: str, extra_env: dict[str, str] | None = None
+) -> subprocess.CompletedProcess[str]:
+    env = {
+        "PATH": os.environ["PATH"],
+        "HOME": str(w.state_path.parent.parent),
+        **w.env(),
+        **(extra_env or {}),
+    }
+    return subprocess.run(
+        [sys.executable, "-m", "reaper.cli", *args],
+        env=env,
+        cwd=w.state_path.parent.parent,
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+    )
+
+
+def test_reap_json_follows_the_contract(tmp_path: Path) -> None:
+    with world(tmp_path) as w:
+        pod = w.runpod.add_pod(status="EXITED", name="p", cost=0.5, volume_gb=100)
+        w.vast.add_instance(actual_status="running", dph_total=0.9)
+        result = cli(w, "reap", "--json")
+        assert result.returncode == 0, result.stderr
+        out = json.loads(result.stdout)
+        assert {"dry_run", "mode", "at", "instances", "actions", "errors"} <= set(out)
+        assert out["dry_run"] is False and out["mode"] == "enforce"
+        assert out["at"].endswith("Z")
+        by_id = {i["id"]: i for i in out["instances"]}
+        assert set(by_id[pod]) >= {
+            "provider",
+            "account",
+            "id",
+            "name",
+            "state",
+            "raw_status",
+            "stopped_since",
+            "cost_per_hour",
+        }
+        assert by_id[pod]["state"] == "stopped" and by_id[pod]["raw_status"] == "EXITED"
+        assert by_id[pod]["stopped_since"] == out["at"]
+        assert by_id[pod]["cost_per_hour"] > 0
+        assert out["actions"] == [] and out["errors"] == []
+        assert RUNPOD_KEY_NOT_IN(result)
+
+
+def RUNPOD_KEY_NOT_IN(result: subprocess.CompletedProcess[str]) -> bool:
+    from tests.reap_support import RUNPOD_KEY, VAST_KEY
+
+    text = result.stdout + result.stderr
+    return RUNPOD_KEY not in text and VAST_KEY not in text
+
+
+def test_dry_run_json_creates_no_state_and_exits_0(tmp_path: Path) -> None:
+    with world(tmp_path) as w:
+        w.runpod.add_pod(status="EXITED")
+        result = cli(w, "reap", "--dry-run", "--json")
+        assert result.returncode == 0, result.stderr
+        assert json.loads(result.stdout)["dry_run"] is True
+        assert not w.state_path.exists()
+        assert w.runpod.mutations == []
+
+
+def test_the_readable_table_names_every_column(tmp_path: Path) -> None:
+    with world(tmp_path) as w:
+        w.runpod.add_pod(status="EXITED", name="visible-pod")
+        result = cli(w, "reap")
+        assert result.returncode == 0, result.stderr
+        header = next(line for line in result.stdout.splitlines() if line.startswith("provider"))
+        for column in (
+            "provider",
+            "account",
+            "id",
+            "name",
+            "state",
+            "stopped for",
+            "$/h",
+            "action",
+            "reason",
+        ):
+            assert column in header
+        assert "visible-pod" in result.stdout
+
+
+def test_a_provider_failing_exits_1_with_the_error_listed(tmp_path: Path) -> None:
+    with world(tmp_path) as w:
+        w.vast.set_down("503")
+        result = cli(w, "reap", "--json")
+        assert result.returncode == 1
+        errors = json.loads(result.stdout)["errors"]
+        assert [(e["provider"], e["account"]) for e in errors] == [("vast", "main")]
+        assert "Traceback" not in result.stderr
+
+
+def test_keep_then_audit(tmp_path: Path) -> None:
+    with world(tmp_path) as w:
+        pod = w.runpod.add_pod(status="EXITED")
+        kept = cli(w, "keep", f"runpod:{pod}", "--for", "3d")
+        assert kept.returncode == 0, kept.stderr
+        assert f"runpod:{pod}" in kept.stdout
+        result = cli(w, "reap", "--json")
+        # Kept and stopped: reported as protected from the first pass on.
+        actions = json.loads(result.stdout)["actions"]
+        assert [(a["id"], a["action"]) for a in actions] == [(pod, "protect")]
+        audit = cli(w, "audit", "--json")
+        assert audit.returncode == 0 and json.loads(audit.stdout) == {"terminations": []}
+
+
+def test_keep_rejects_a_bad_target_with_one_line_and_exit_2(tmp_path: Path) -> None:
+    with world(tmp_path) as w:
+        for target in ("aws:i-123", "runpod:", "nocolon", "vast:../../etc"):
+            result = cli(w, "keep", target)
+            assert result.returncode == 2, target
+            assert len(result.stderr.strip().splitlines()) == 1
+        bad_duration = cli(w, "keep", "runpod:abc", "--for", "3")
+        assert bad_duration.returncode == 2
+
+
+def test_audit_lists_a_termination_with_why_and_confirmation(tmp_path: Path) -> None:
+    with world(tmp_path) as w:
+        pod = w.runpod.add_pod(status="EXITED", name="old-run")
+        w.run()
+        w.advance(23)
+        w.run()
+        w.advance(1)
+        w.run()
+        audit = cli(w, "audit", "--json")
+        (record,) = json.loads(audit.stdout)["terminations"]
+        assert (record["id"], record["result"], record["confirmed"]) == (pod, "deleted", True)
+        assert "stopped for" in record["reason"]
+        table = cli(w, "audit")
+        assert "old-run" in table.stdout and "yes" in table.stdout
+
+
+def test_invoke_reap_dry_run_does_what_reaper_reap_dry_run_does(tmp_path: Path) -> None:
+    with world(tmp_path) as w:
+        w.runpod.add_pod(status="EXITED", name="seen-by-both")
+        env = {
+            "PATH": f"{Path(sys.executable).parent}:{os.environ['PATH']}",
+            "HOME": str(tmp_path),
+            **w.env(),
+        }
+        invoked = subprocess.run(
+            [
+                str(Path(sys.executable).parent / "invoke"),
+                "--search-root",
+                str(REPO),
+                "reap",
+                "--dry-run",
+            ],
+            env=env,
+            cwd=tmp_path,
+            capture_output=True,
+            text=True,
+            timeout=120,
+            check=False,
+        )
+        direct = cli(w, "reap", "--dry-run")
+        assert invoked.returncode == direct.returncode == 0, invoked.stderr
+        # Same table, apart from the first line's timestamp.
+        assert invoked.stdout.splitlines()[1:] == direct.stdout.splitlines()[1:]
+        assert "seen-by-both" in invoked.stdout and "dry run" in invoked.stdout
+        assert not w.state_path.exists() and w.runpod.mutations == []

@@ -1,0 +1,328 @@
+"""The reap pass end to end against the emulators, clock injected."""
+
+from __future__ import annotations
+
+import threading
+import time
+from dataclasses import replace
+from pathlib import Path
+
+from reaper.models import Alert, Delivery
+from tests.reap_support import action_of, world
+
+
+def test_first_deploy_with_pods_stopped_for_a_week_warns_before_it_terminates(
+    tmp_path: Path,
+) -> None:
+    with world(tmp_path) as w:
+        pod = w.runpod.add_pod(status="EXITED", name="forgotten")
+        inst = str(w.vast.add_instance(actual_status="stopped", label="also-forgotten"))
+
+        first = w.run()
+        assert first.actions == [] and first.exit_code == 0
+        assert w.runpod.mutations == [] and w.vast.mutations == []
+        stopped = {i.id: i.stopped_since for i in first.instances}
+        assert stopped[pod] == w.clock.now() and stopped[inst] == w.clock.now()
+
+        w.advance(23)
+        second = w.run()
+        assert action_of(second, pod) == "warn" and action_of(second, inst) == "warn"
+        assert all(a.done for a in second.actions)
+        assert w.runpod.mutations == [] and w.vast.mutations == []
+        assert [a.event for a in w.notifier.alerts].count("termination_warning") == 2
+
+        w.advance(1)
+        third = w.run()
+        assert action_of(third, pod) == "terminate" and action_of(third, inst) == "terminate"
+        assert all(a.done and a.confirmed for a in third.actions)
+        assert third.exit_code == 0
+        assert [r.method for r in w.runpod.mutations] == ["DELETE"]
+        assert [r.method for r in w.vast.mutations] == ["DELETE"]
+        assert w.runpod.pod_ids() == [] or w.runpod.pod(pod)["status"] == "TERMINATED"
+
+        store = w.store()
+        records = store.audit_log()
+        store.close()
+        assert {(r.provider, r.id, r.confirmed) for r in records} == {
+            ("runpod", pod, True),
+            ("vast", inst, True),
+        }
+
+
+def test_a_pod_started_and_stopped_again_restarts_its_clock(tmp_path: Path) -> None:
+    with world(tmp_path) as w:
+        pod = w.runpod.add_pod(status="EXITED")
+        w.run()
+        w.advance(23)
+        assert action_of(w.run(), pod) == "warn"
+
+        w.runpod.set_status(pod, "RUNNING")
+        w.advance(0.5)
+        running = w.run()
+        assert action_of(running, pod) is None
+        assert next(i for i in running.instances if i.id == pod).stopped_since is None
+
+        w.runpod.set_status(pod, "EXITED")
+        w.advance(0.5)
+        again = w.run()
+        assert next(i for i in again.instances if i.id == pod).stopped_since == w.clock.now()
+        # The old warning belonged to the old stretch: a full TTL and a new warning are needed.
+        w.advance(2)
+        assert action_of(w.run(), pod) is None
+        assert w.runpod.mutations == []
+        w.advance(21)
+        assert action_of(w.run(), pod) == "warn"
+        w.advance(1)
+        assert action_of(w.run(), pod) == "terminate"
+
+
+def test_unknown_statuses_are_reported_and_never_touched(tmp_path: Path) -> None:
+    with world(tmp_path) as w:
+        odd = w.runpod.add_pod(status="ERROR")
+        frozen = str(w.vast.add_instance(actual_status="frozen"))
+        offline = str(w.vast.add_instance(actual_status="offline"))
+        for _ in range(4):
+            report = w.run()
+            w.advance(24)
+        states = {i.id: i.state for i in report.instances}
+        assert states[odd] == states[frozen] == states[offline] == "unknown"
+        assert report.actions == []
+        assert w.runpod.mutations == [] and w.vast.mutations == []
+
+
+def test_protected_locked_and_kept_instances_are_never_touched(tmp_path: Path) -> None:
+    from datetime import timedelta
+
+    from reaper.models import KeptInstance
+
+    with world(tmp_path) as w:
+        marked = w.runpod.add_pod(status="EXITED", name="cache reaper:keep")
+        locked = w.runpod.add_pod(status="EXITED", locked=True)
+        kept = str(w.vast.add_instance(actual_status="stopped"))
+        store = w.store()
+        store.keep(
+            KeptInstance(
+                key=f"vast:{kept}", since=w.clock.now(), until=w.clock.now() + timedelta(days=30)
+            )
+        )
+        store.close()
+        for _ in range(4):
+            report = w.run()
+            w.advance(24)
+        assert {action_of(report, i) for i in (marked, locked, kept)} == {"protect"}
+        assert w.runpod.mutations == [] and w.vast.mutations == []
+
+
+def test_dry_run_makes_no_mutating_call_sends_no_alert_and_creates_no_state(tmp_path: Path) -> None:
+    with world(tmp_path) as w:
+        w.runpod.add_pod(status="EXITED")
+        report = w.run(dry_run=True)
+        assert report.dry_run and report.exit_code == 0
+        assert not w.state_path.exists() and not w.state_path.parent.exists()
+        assert w.notifier.alerts == []
+        assert w.runpod.mutations == [] and w.vast.mutations == []
+
+
+def test_dry_run_lists_the_same_actions_a_real_pass_would_take(tmp_path: Path) -> None:
+    with world(tmp_path) as w:
+        pod = w.runpod.add_pod(status="EXITED")
+        w.run()
+        w.advance(23)
+        w.run()
+        w.advance(1)
+        alerts_before = len(w.notifier.alerts)
+        dry = w.run(dry_run=True)
+        assert [(a.id, a.action, a.done, a.confirmed) for a in dry.actions] == [
+            (pod, "terminate", False, False)
+        ]
+        assert w.runpod.mutations == [] and len(w.notifier.alerts) == alerts_before
+        real = w.run()
+        assert [(a.id, a.action) for a in real.actions] == [(pod, "terminate")]
+
+
+def test_observe_mode_warns_and_reports_but_never_destroys(tmp_path: Path) -> None:
+    with world(tmp_path, mode="observe") as w:
+        pod = w.runpod.add_pod(status="EXITED")
+        w.run()
+        w.advance(23)
+        assert action_of(w.run(), pod) == "warn"
+        w.advance(1)
+        held = w.run()
+        assert action_of(held, pod) == "hold"
+        assert "would terminate" in held.actions[0].reason
+        w.advance(1)
+        w.run()
+        assert w.runpod.mutations == []
+        events = [a.event for a in w.notifier.alerts]
+        assert events.count("termination_warning") == 1
+        assert events.count("would_terminate") == 1  # once per stretch, not every pass
+
+
+def test_cap_exceeded_holds_everything_alerts_once_and_exits_1(tmp_path: Path) -> None:
+    with world(tmp_path, max_terminations=2) as w:
+        pods = [w.runpod.add_pod(status="EXITED") for _ in range(2)]
+        inst = str(w.vast.add_instance(actual_status="exited"))
+        w.run()
+        w.advance(23)
+        w.run()
+        w.advance(1)
+        report = w.run()
+        assert {action_of(report, i) for i in [*pods, inst]} == {"hold"}
+        assert report.cap_exceeded and report.exit_code == 1
+        assert w.runpod.mutations == [] and w.vast.mutations == []
+        assert [a.event for a in w.notifier.alerts].count("cap_exceeded") == 1
+        # The command-line override lets a human who checked the list go ahead.
+        override = w.run(max_terminations=3)
+        assert {action_of(override, i) for i in [*pods, inst]} == {"terminate"}
+
+
+def test_one_provider_down_the_other_is_still_reaped_and_exit_is_1(tmp_path: Path) -> None:
+    with world(tmp_path) as w:
+        inst = str(w.vast.add_instance(actual_status="stopped"))
+        w.runpod.add_pod(status="EXITED")
+        w.run()
+        w.advance(23)
+        w.run()
+        w.advance(1)
+        w.runpod.set_down("503")
+        report = w.run()
+        assert action_of(report, inst) == "terminate" and report.actions[0].confirmed
+        assert [(e.provider, e.account) for e in report.errors] == [("runpod", "main")]
+        assert report.exit_code == 1
+        assert all(i.provider == "vast" for i in report.instances)
+        assert [a.event for a in w.notifier.alerts].count("provider_failing") == 1
+        # Still down next pass: no second alert for the same outage.
+        w.advance(1)
+        w.run()
+        assert [a.event for a in w.notifier.alerts].count("provider_failing") == 1
+
+
+def test_a_listing_that_fails_part_way_decides_nothing_for_that_account(tmp_path: Path) -> None:
+    with world(tmp_path) as w:
+        ids = [str(w.vast.add_instance(actual_status="stopped")) for _ in range(60)]
+        w.run()
+        w.advance(23)
+        w.run()
+        w.advance(1)
+        w.vast.fail_page(2, status=500, count=10)
+        report = w.run()
+        assert report.errors and report.errors[0].provider == "vast"
+        assert not any(a.id in ids for a in report.actions)
+        assert w.vast.mutations == []
+
+
+def test_a_delete_that_never_confirms_alerts_and_exits_1(tmp_path: Path) -> None:
+    with world(tmp_path) as w:
+        w.runpod.delete_never_confirms = True
+        pod = w.runpod.add_pod(status="EXITED")
+        w.run()
+        w.advance(23)
+        w.run()
+        w.advance(1)
+        report = w.run()
+        action = report.actions[0]
+        assert (action.id, action.action, action.done, action.confirmed) == (
+            pod,
+            "terminate",
+            True,
+            False,
+        )
+        assert report.exit_code == 1
+        assert [a.event for a in w.notifier.alerts].count("termination_unconfirmed") == 1
+        store = w.store()
+        (record,) = store.audit_log()
+        store.close()
+        assert record.result == "deleted" and not record.confirmed
+        # Idempotent: the next pass tries again, and the audit keeps both attempts.
+        w.runpod.delete_never_confirms = False
+        w.advance(1)
+        retry = w.run()
+        assert retry.actions[0].confirmed and retry.exit_code == 0
+
+
+def test_a_failed_delete_is_recorded_alerted_and_exits_1(tmp_path: Path) -> None:
+    with world(tmp_path) as w:
+        pod = w.runpod.add_pod(status="EXITED")
+        w.run()
+        w.advance(23)
+        w.run()
+        w.advance(1)
+        w.runpod.fail_next("delete", 500, count=10)
+        report = w.run()
+        assert action_of(report, pod) == "terminate"
+        assert not report.actions[0].done and report.exit_code == 1
+        store = w.store()
+        (record,) = store.audit_log()
+        store.close()
+        assert record.result == "failed" and record.detail
+
+
+class FailingNotifier:
+    async def send(self, alert: Alert) -> list[Delivery]:
+        return [Delivery(channel="telegram", ok=False, detail="down")]
+
+
+def test_an_undelivered_warning_is_not_recorded_so_nothing_is_terminated(tmp_path: Path) -> None:
+    with world(tmp_path) as w:
+        pod = w.runpod.add_pod(status="EXITED")
+        w.run()
+        w.advance(23)
+        silent = w.run(notifier=FailingNotifier())
+        assert action_of(silent, pod) == "warn" and not silent.actions[0].done
+        w.advance(1)
+        # The deadline passed, but nobody was told: warn (again) instead of terminating.
+        assert action_of(w.run(), pod) == "warn"
+        assert w.runpod.mutations == []
+
+
+def test_two_passes_at_once_one_runs_and_the_other_says_the_lease_is_taken(tmp_path: Path) -> None:
+    with world(tmp_path) as w:
+        w.runpod.add_pod(status="EXITED")
+        w.runpod.set_latency(0.3)
+        results = []
+
+        def one() -> None:
+            results.append(w.run())
+
+        threads = [threading.Thread(target=one) for _ in range(2)]
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join()
+        assert sorted(r.lease_taken for r in results) == [False, True]
+        assert all(r.exit_code == 0 for r in results)
+        # The lease is released afterwards: the next pass runs.
+        assert not w.run().lease_taken
+
+
+def test_two_accounts_of_one_provider_are_both_listed(tmp_path: Path) -> None:
+    from reaper.config import Account
+
+    with world(tmp_path) as w:
+        w.runpod.keys["second"] = "rp-second-key-0123456789"
+        w.runpod.add_pod(status="RUNNING", account="main")
+        w.runpod.add_pod(status="RUNNING", account="second")
+        settings = replace(
+            w.settings,
+            runpod_accounts=(
+                *w.settings.runpod_accounts,
+                Account("runpod", "second", "rp-second-key-0123456789"),
+            ),
+        )
+        report = w.run(settings=settings)
+        assert sorted(i.account for i in report.instances if i.provider == "runpod") == [
+            "main",
+            "second",
+        ]
+        assert report.errors == []
+
+
+def test_the_pass_lists_providers_concurrently(tmp_path: Path) -> None:
+    with world(tmp_path) as w:
+        w.runpod.slow_next("list", seconds=1.0)
+        w.vast.slow_next("list", seconds=1.0)
+        started = time.perf_counter()
+        w.run()
+        elapsed = time.perf_counter() - started
+        # One after the other would take at least 2 s; side by side, about 1 s.
+        assert elapsed < 1.8, elapsed
