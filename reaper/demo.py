@@ -83,7 +83,7 @@ async def _run(state_dir: Path) -> int:
         store = SQLiteStore(settings.state.location)
         notifier = RecordingNotifier()
         options = HttpOptions(timeout=5.0, backoff_base=0.05, backoff_cap=0.2)
-        confirm = ConfirmOptions(attempts=5, first_delay=0.05, max_delay=0.2)
+        confirm = ConfirmOptions(attempts=5, backoff=0.05, max_delay=0.2)
 
         steps = [
             (timedelta(0), "Friday 18:00 — first sight: the reaper records what it finds stopped"),

@@ -53,9 +53,11 @@ Sleep = Callable[[float], Awaitable[None]]
 class ConfirmOptions:
     """How long to wait for terminations to show in a re-listing: bounded, with backoff."""
 
-    attempts: int = 6
-    first_delay: float = 2.0
-    max_delay: float = 30.0
+    attempts: int = 7
+    # The first re-listing goes out at once (the delete was acknowledged); then 1, 2, 4, ... s.
+    first_delay: float = 0.0
+    backoff: float = 1.0
+    max_delay: float = 16.0
 
 
 class ActionResult(BaseModel):
@@ -291,9 +293,10 @@ class _Pass:
         pending = {r.id for r in records}
         confirmed: dict[str, bool] = {r.id: False for r in records}
         delay = self.confirm.first_delay
-        for _attempt in range(self.confirm.attempts):
-            await self.sleep(delay)
-            delay = min(delay * 2, self.confirm.max_delay)
+        for attempt in range(self.confirm.attempts):
+            if delay > 0:
+                await self.sleep(delay)
+            delay = min(self.confirm.backoff * 2**attempt, self.confirm.max_delay)
             try:
                 listed = {i.id: i for i in await client.list_instances()}
             except Exception as exc:  # an incomplete listing proves nothing
@@ -314,33 +317,26 @@ class _Pass:
                 break
         return confirmed
 
-    async def terminate_all(self, decisions: list[Decision]) -> list[ActionResult]:
-        by_client = {(c.provider, c.account): c for c in self.clients}
-        jobs = [
-            self.terminate(d, by_client[(d.instance.provider, d.instance.account)])
-            for d in decisions
-        ]
-        done = await asyncio.gather(*jobs)
+    async def terminate_account(
+        self, client: ProviderClient, decisions: list[Decision]
+    ) -> list[ActionResult]:
+        """Delete this account's due instances concurrently, then prove it by re-listing.
 
-        requested: dict[tuple[ProviderName, str], list[AuditRecord]] = {}
-        for _decision, record in done:
-            if record.result in ("deleted", "not_found"):
-                requested.setdefault((record.provider, record.account), []).append(record)
-        confirmations: dict[str, bool] = {}
-        checks = [
-            self.confirm_account(by_client[acct], records) for acct, records in requested.items()
-        ]
-        for account_result in await asyncio.gather(*checks):
-            confirmations.update(account_result)
+        Each account runs its own pipeline, so a slow provider never delays another's proof.
+        """
+        done = await asyncio.gather(*(self.terminate(d, client) for d in decisions))
+        requested = [r for _d, r in done if r.result in ("deleted", "not_found")]
+        confirmations = await self.confirm_account(client, requested) if requested else {}
 
         results: list[ActionResult] = []
         for decision, record in done:
             inst = decision.instance
             ok = record.result in ("deleted", "not_found")
             confirmed = ok and confirmations.get(record.id, False)
-            now = self.clock.now()
             if confirmed:
-                record = record.model_copy(update={"confirmed": True, "confirmed_at": now})
+                record = record.model_copy(
+                    update={"confirmed": True, "confirmed_at": self.clock.now()}
+                )
                 self.store.record_termination(record)
                 self.store.reset_stopped_clock(inst.key)
                 await self.alert(messages.terminated(inst, _storage_per_month(inst)))
@@ -360,6 +356,16 @@ class _Pass:
             )
             results.append(_result(decision, done=ok, confirmed=confirmed, reason=reason))
         return results
+
+    async def terminate_all(self, decisions: list[Decision]) -> list[ActionResult]:
+        by_account: dict[tuple[ProviderName, str], list[Decision]] = {}
+        for d in decisions:
+            by_account.setdefault((d.instance.provider, d.instance.account), []).append(d)
+        clients = {(c.provider, c.account): c for c in self.clients}
+        per_account = await asyncio.gather(
+            *(self.terminate_account(clients[acct], ds) for acct, ds in by_account.items())
+        )
+        return [result for results in per_account for result in results]
 
 
 def _error_text(exc: BaseException) -> str:

@@ -23,7 +23,7 @@ START = datetime(2026, 3, 2, 9, 0, tzinfo=UTC)
 RUNPOD_KEY = "rp-test-key-0123456789"
 VAST_KEY = "vast-test-key-0123456789"
 FAST_HTTP = HttpOptions(timeout=2.0, max_attempts=2, backoff_base=0.01, backoff_cap=0.02)
-FAST_CONFIRM = ConfirmOptions(attempts=4, first_delay=0.01, max_delay=0.02)
+FAST_CONFIRM = ConfirmOptions(attempts=4, first_delay=0.0, backoff=0.01, max_delay=0.02)
 
 
 @dataclass
