@@ -116,6 +116,8 @@ def parse_instance(raw: object, account: str, position: int = 0) -> Instance:
         raw_status=raw_status(raw.get("actual_status"), present),
         cost_per_hour=_cost_per_hour(inst, state),
         gpu_util=gpu_percent(inst.gpu_util),
+        # `start_date` is when the instance was created, not when it last started or stopped;
+        # Vast reports no start time, so `started_at` stays None.
         created_at=epoch_to_datetime(inst.start_date),
         container_disk_gb=inst.disk_space,
         console_url=CONSOLE_URL,
