@@ -469,7 +469,10 @@ def _watch_unwatched(p: _Pass, monitors: dict[str, Monitor]) -> None:
             continue
         key = _UNWATCHED + inst.key
         running.add(key)
-        watch = monitors.get(f"{inst.provider}-{inst.id}")
+        host = f"{inst.provider}-{inst.id}"
+        # The pass's first read, confirmed from the store only when it had no monitor (a first
+        # ping may have arrived while the providers were being listed).
+        watch = monitors.get(host) or p.store.get_monitor(host)
         if watch is not None and watch.status != "retired":
             if key in open_keys:
                 p.store.close_episode(key)
@@ -558,7 +561,7 @@ async def watch_pass(
         probe.now = now = clock.now()
     _watch_monitors(probe, hosts)
     if settings.heartbeat_required:
-        _watch_unwatched(probe, {m.host: m for m in store.list_monitors()})
+        _watch_unwatched(probe, monitors)
     if report.reaping:
         _watch_reaper(probe)
     for alert in _fold(report.alerts):

@@ -271,8 +271,8 @@ def uvicorn_config(asgi: ReaperASGI) -> uvicorn.Config:
         server_header=False,
         log_level="warning",
         lifespan="on",
-        http="h11",
-        loop="asyncio",
+        http="auto",  # httptools when installed, else h11
+        loop="auto",  # uvloop when installed, else asyncio
         timeout_graceful_shutdown=10,
     )
 

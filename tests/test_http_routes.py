@@ -135,3 +135,28 @@ def test_a_bug_becomes_a_generic_500_without_details(
 def test_settings_are_immutable_dataclasses() -> None:
     # served() relies on dataclasses.replace for per-test settings.
     assert dataclasses.is_dataclass(make_settings(Path("/tmp")))
+
+
+@pytest.mark.parametrize(
+    "target",
+    [
+        f"/ping/{KEY}/%FF%FE",  # percent-encoded bytes that are not UTF-8
+        "/ping/%FF/host",
+        "/ping/" + "k" * 20_000 + "/host",  # beyond what the server reads of a request line
+        f"/ping/{KEY}/h?x=%00",
+        "*",
+    ],
+)
+def test_strange_request_targets_never_get_a_500(app: Served, target: str) -> None:
+    head = f"GET {target} HTTP/1.1\r\nHost: t\r\nConnection: close\r\n\r\n"
+    status, _ = raw_request(app.running.port, head)
+    assert 200 <= status < 500
+
+
+def test_raw_non_ascii_bytes_in_the_path_are_a_400(app: Served) -> None:
+    import socket
+
+    with socket.create_connection(("127.0.0.1", app.running.port), timeout=10) as sock:
+        sock.sendall(b"GET /ping/" + KEY.encode() + b"/h\xff HTTP/1.1\r\nHost: t\r\n\r\n")
+        answer = sock.recv(4096)
+    assert answer.startswith(b"HTTP/1.1 4")
