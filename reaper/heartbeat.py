@@ -53,6 +53,7 @@ _EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
 _HOST = re.compile(r"[A-Za-z0-9._-]{1,100}")
 _PROVIDER_HOST = re.compile(r"(runpod|vast)-([A-Za-z0-9._-]+)")
 _UNWATCHED = "unwatched:"
+_YIELD_EVERY = 100
 _REAPER_SILENT = "reaper:silent"
 _NO_REAP_YET = "reaper:no-reap-yet"
 
@@ -446,10 +447,14 @@ def _judge(p: _Pass, m: Monitor) -> Monitor:
     return _plain(p, m, note=p.fleet.why_unknown(provider, inst))
 
 
-def _watch_monitors(p: _Pass, hosts: list[str]) -> None:
+async def _watch_monitors(p: _Pass, hosts: list[str]) -> None:
     """Re-read each monitor right before deciding and write it at once (no await between):
-    a ping that arrived while the providers were listed is never overwritten."""
-    for host in hosts:
+    a ping that arrived while the providers were listed is never overwritten. Between
+    monitors the pass yields now and then, so that under `serve` a pass over thousands of
+    monitors does not hold pings back for its whole length."""
+    for index, host in enumerate(hosts):
+        if index % _YIELD_EVERY == _YIELD_EVERY - 1:
+            await asyncio.sleep(0)
         current = p.store.get_monitor(host)
         if current is None or not _needs_look(p, current):
             continue
@@ -559,7 +564,7 @@ async def watch_pass(
         probe.fleet = await list_fleet(clients, wanted)
         report.errors = probe.fleet.errors
         probe.now = now = clock.now()
-    _watch_monitors(probe, hosts)
+    await _watch_monitors(probe, hosts)
     if settings.heartbeat_required:
         _watch_unwatched(probe, monitors)
     if report.reaping:

@@ -160,7 +160,7 @@ def redact_path(path: str) -> str:
 
 
 def _exit_status(suffix: str) -> int | None:
-    if suffix.isdigit() and len(suffix) <= 3 and int(suffix) <= 255:
+    if suffix.isascii() and suffix.isdigit() and len(suffix) <= 3 and int(suffix) <= 255:
         return int(suffix)
     return None
 
