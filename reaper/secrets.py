@@ -174,7 +174,7 @@ def lambda_settings(
     try:
         settings = load_settings({**env, **secrets}, dotenv=None)
     except ConfigError as error:
-        if error.variable in secrets:
+        if error.variable in SECRET_VARIABLES:  # set (or missing) in SSM: name the parameter
             raise ConfigError(prefix + error.variable, error.expected) from None
         raise
     log.register_secrets(settings.secrets())

@@ -22,6 +22,7 @@ from moto import mock_aws
 from handlers import http as http_handler
 from handlers import runtime
 from reaper import secrets
+from reaper.store import dynamodb
 from reaper.store.dynamodb import DynamoDBStore, create_table
 
 REGION = "us-east-1"
@@ -60,6 +61,16 @@ CONTRACT_VARIABLES = (
     "BALANCE_MIN",
 )
 _names = itertools.count(1)
+_clients: dict[str, Any] = {}
+
+
+def client(service: str) -> Any:
+    """One boto3 client per service for the whole test run: making one costs more than most
+    tests (it loads the service model), and a client made under one `mock_aws` keeps working
+    under the next, which starts from an empty account."""
+    if service not in _clients:
+        _clients[service] = boto3.client(service, region_name=REGION)
+    return _clients[service]
 
 
 class Account:
@@ -68,8 +79,8 @@ class Account:
     def __init__(self, monkeypatch: pytest.MonkeyPatch) -> None:
         self.monkeypatch = monkeypatch
         self.table = f"reaper-test-{next(_names)}"
-        self.dynamodb = boto3.client("dynamodb", region_name=REGION)
-        self.ssm = boto3.client("ssm", region_name=REGION)
+        self.dynamodb = client("dynamodb")
+        self.ssm = client("ssm")
         create_table(self.table, self.dynamodb)
         monkeypatch.setenv("REAPER_STATE", f"dynamodb://{self.table}")
         monkeypatch.setenv("REAPER_SSM_PREFIX", PREFIX)
@@ -97,6 +108,9 @@ def aws_account(monkeypatch: pytest.MonkeyPatch) -> Iterator[Account]:
         monkeypatch.setenv(name, value)
     monkeypatch.setenv("AWS_LAMBDA_FUNCTION_NAME", "reaper-test")
     # load_settings reads no .env on Lambda (dotenv=None); the working directory stays clean.
+    # The functions make their own clients on AWS; here they share the run's (see `client`).
+    monkeypatch.setattr(dynamodb, "make_client", lambda region=None: client("dynamodb"))
+    monkeypatch.setattr(secrets, "make_client", lambda: client("ssm"))
     secrets.clear_cache()
     runtime.reset()
     http_handler.reset()

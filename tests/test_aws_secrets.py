@@ -4,6 +4,7 @@ invocations, never taken from the plain environment, errors that name the parame
 from __future__ import annotations
 
 from collections.abc import Iterator
+from datetime import UTC, datetime, timedelta
 from typing import Any
 
 import pytest
@@ -169,3 +170,24 @@ def test_bad_prefixes_are_config_errors(raw: str | None) -> None:
     with pytest.raises(ConfigError) as raised:
         normalise_prefix(raw)
     assert raised.value.variable == "REAPER_SSM_PREFIX"
+
+
+def test_the_clients_lambda_builds_reach_the_region(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Outside the shared test clients: the functions' own SSM and DynamoDB clients, built
+    from the Lambda environment (AWS_REGION), read what was put."""
+    from moto import mock_aws
+
+    from reaper import secrets
+    from reaper.store import dynamodb
+    from tests.aws_support import AWS_ENV
+
+    for name, value in AWS_ENV.items():
+        monkeypatch.setenv(name, value)
+    with mock_aws():
+        ssm = secrets.make_client()
+        ssm.put_parameter(Name=f"{PREFIX}REAPER_PING_KEY", Value=PING_KEY, Type="SecureString")
+        assert secrets.fetch_parameters(PREFIX, ssm) == {"REAPER_PING_KEY": PING_KEY}
+        client = dynamodb.make_client()
+        dynamodb.create_table("t-real", client)
+        store = dynamodb.DynamoDBStore("t-real")
+        assert store.claim_alert("k", datetime.now(UTC), timedelta(minutes=1)) is True

@@ -1,0 +1,136 @@
+"""Lambda: the HTTP API (/healthz, /ping, /alert, /status) behind an API Gateway HTTP API.
+
+Only an adapter: an HTTP API event (payload format 2.0, which Lambda function URLs use as
+well) becomes a `reaper.http.Request`, `reaper.http.handle` answers it exactly as under
+`reaper serve`, and the `Response` goes back in the format API Gateway expects. Every rule of
+the contract (keys, 404 for a wrong key, body limits, rate limits) lives in `reaper.http`.
+
+Bodies arrive as text or base64; the adapter keeps at most MAX_BODY + 1 bytes of them, which is
+all the core needs to answer 413. The `App` (settings, store, notifier, in-memory rate limits)
+lives as long as the warm container and is rebuilt when the settings change (a rotated secret).
+
+This module imports no provider client: a ping only touches the store (and the channels, for
+/alert). bench/lambda.py measures what it imports.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import base64
+import binascii
+from collections.abc import Mapping
+from typing import Any
+from urllib.parse import unquote
+
+from handlers import runtime
+from reaper import log
+from reaper.clock import SystemClock
+from reaper.config import ConfigError, Settings
+from reaper.http import MAX_BODY, App, Request, Response, handle
+
+FUNCTION = "http"
+
+_app: App | None = None
+
+
+def _text(status: int, line: str) -> dict[str, Any]:
+    return to_result(
+        Response(status, (line + "\n").encode(), {"content-type": "text/plain; charset=utf-8"})
+    )
+
+
+def to_request(event: Mapping[str, Any]) -> Request:
+    """ValueError for an event that is not an HTTP request of payload format 2.0."""
+    context = event.get("requestContext")
+    http = context.get("http") if isinstance(context, Mapping) else None
+    if not isinstance(http, Mapping) or not isinstance(http.get("method"), str):
+        raise ValueError("not an HTTP API (payload 2.0) event")
+    raw_path = event.get("rawPath") or http.get("path") or "/"
+    headers = {
+        str(name).lower(): str(value)
+        for name, value in (event.get("headers") or {}).items()
+        if value is not None
+    }
+    return Request(
+        method=http["method"].upper(),
+        # Decoded, as an ASGI server decodes it for `reaper serve`.
+        path=unquote(str(raw_path)),
+        headers=headers,
+        body=_body(event),
+        client=str(http.get("sourceIp") or "unknown"),
+    )
+
+
+def _body(event: Mapping[str, Any]) -> bytes:
+    body = event.get("body")
+    if not body:
+        return b""
+    if event.get("isBase64Encoded"):
+        # Decode no more than needed to know the body is over the limit.
+        head = str(body)[: (MAX_BODY + 1 + 2) // 3 * 4 + 4]
+        try:
+            return base64.b64decode(head + "=" * (-len(head) % 4))[: MAX_BODY + 1]
+        except (binascii.Error, ValueError):
+            raise ValueError("the body is not valid base64") from None
+    return str(body)[: MAX_BODY + 1].encode("utf-8", "surrogatepass")[: MAX_BODY + 1]
+
+
+def to_result(response: Response) -> dict[str, Any]:
+    """The response in API Gateway's format: text bodies as text, anything else base64.
+    API Gateway sets the length itself."""
+    headers = {
+        "cache-control": "no-store",
+        **{k: v for k, v in response.headers.items() if k.lower() != "content-length"},
+    }
+    try:
+        return {
+            "statusCode": response.status,
+            "headers": headers,
+            "body": response.body.decode("utf-8"),
+            "isBase64Encoded": False,
+        }
+    except UnicodeDecodeError:
+        return {
+            "statusCode": response.status,
+            "headers": headers,
+            "body": base64.b64encode(response.body).decode("ascii"),
+            "isBase64Encoded": True,
+        }
+
+
+def app_for(settings: Settings) -> App:
+    """The container's App, rebuilt only when the settings changed."""
+    global _app
+    if _app is None or _app.settings != settings:
+        from reaper.notify import channels_configured, make_notifier
+
+        _app = App(
+            settings,
+            runtime.store(settings),
+            make_notifier(settings),
+            SystemClock(),
+            channels=channels_configured(settings),
+        )
+    return _app
+
+
+def reset() -> None:
+    """Forget the App (tests)."""
+    global _app
+    _app = None
+
+
+def handler(event: object, context: object = None) -> dict[str, Any]:
+    try:
+        if not isinstance(event, Mapping):
+            raise ValueError("not an HTTP API (payload 2.0) event")
+        request = to_request(event)
+    except ValueError as error:
+        log.event("lambda", function=FUNCTION, result="bad_event", error=str(error))
+        return _text(400, f"bad request: {error}")
+    try:
+        settings = runtime.load()
+    except ConfigError as error:
+        runtime.config_error(FUNCTION, error)
+        return _text(503, "service not configured; see the function's log")
+    return to_result(asyncio.run(handle(request, app_for(settings))))

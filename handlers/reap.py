@@ -1,0 +1,89 @@
+"""Lambda: one reap pass, on the EventBridge schedule or invoked by hand.
+
+    serverless invoke -f reap --data '{"dry_run": true}'
+
+The event is the scheduled event of EventBridge (a real pass) or a small JSON object:
+`{}` (a real pass, like `reaper reap`), `{"dry_run": true}`, `{"max_terminations": N}`. Any
+other key is refused rather than ignored: a typo such as `{"dryrun": true}` must not turn a
+test into a pass that terminates. The answer is the `reaper reap --json` object; provider
+failures are in its `errors` and its `exit_code`, never raised.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from handlers import runtime
+from reaper.clock import SystemClock
+from reaper.config import ConfigError, Settings
+from reaper.reap import ReapReport, reap_pass
+from reaper.store.base import Store
+
+FUNCTION = "reap"
+MANUAL_KEYS = frozenset({"dry_run", "max_terminations"})
+
+
+@dataclass(frozen=True)
+class ReapRequest:
+    dry_run: bool = False
+    max_terminations: int | None = None
+
+
+def parse_event(event: object) -> ReapRequest:
+    """ValueError with the reason for anything that is neither a schedule nor a manual run."""
+    if not isinstance(event, Mapping):
+        raise ValueError('expected a JSON object such as {"dry_run": true}')
+    if event.get("source") == "aws.events" and "detail-type" in event:
+        return ReapRequest()
+    unknown = sorted(str(key) for key in event if key not in MANUAL_KEYS)
+    if unknown:
+        raise ValueError(
+            f"unknown event keys: {', '.join(unknown)} (expected dry_run, max_terminations)"
+        )
+    dry_run = event.get("dry_run", False)
+    if not isinstance(dry_run, bool):
+        raise ValueError("dry_run: expected true or false")
+    cap = event.get("max_terminations")
+    if cap is not None and (isinstance(cap, bool) or not isinstance(cap, int) or cap < 0):
+        raise ValueError("max_terminations: expected a whole number >= 0")
+    return ReapRequest(dry_run=dry_run, max_terminations=cap)
+
+
+async def run(settings: Settings, store: Store, request: ReapRequest) -> ReapReport:
+    """The pass, with the clients and notifier `reaper reap` would use (a dry run alerts no
+    one), clients closed whatever happens."""
+    from reaper.notify import make_notifier
+    from reaper.notify.base import Notifier, RecordingNotifier
+    from reaper.providers import make_clients
+
+    notifier: Notifier = RecordingNotifier() if request.dry_run else make_notifier(settings)
+    clients = make_clients(settings)
+    try:
+        return await reap_pass(
+            settings,
+            store,
+            clients,
+            notifier,
+            SystemClock(),
+            dry_run=request.dry_run,
+            max_terminations=request.max_terminations,
+        )
+    finally:
+        await asyncio.gather(*(client.aclose() for client in clients), return_exceptions=True)
+
+
+def handler(event: object, context: object = None) -> dict[str, Any]:
+    try:
+        request = parse_event(event)
+    except ValueError as error:
+        return runtime.bad_event(FUNCTION, str(error))
+    try:
+        settings = runtime.load(provider_keys=True)
+    except ConfigError as error:
+        return runtime.config_error(FUNCTION, error)
+    store = runtime.store(settings, read_only=request.dry_run)
+    report = asyncio.run(run(settings, store, request))
+    return {"ok": report.exit_code == 0, **report.to_json()}

@@ -1,0 +1,73 @@
+"""What every Lambda handler shares: settings from the environment and SSM, one store per warm
+container, and the one-line answer for an invocation that cannot start.
+
+A handler never raises for an expected outcome: EventBridge (and the asynchronous invoke behind
+it) retries a failed invocation, and a reap pass run twice could act twice. A configuration
+problem therefore comes back as `{"ok": false, "error": ..., "exit_code": 2}` and one JSON log
+line, the way the CLI answers with exit status 2. serverless.yml also sets the retries of the
+scheduled functions to zero, so that even a bug that does raise runs once.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+from reaper import log
+from reaper.config import ConfigError, Settings
+from reaper.secrets import lambda_settings
+from reaper.store.base import Store
+
+EXIT_CONFIG = 2
+
+# Stores survive across warm invocations: building a boto3 client costs more than a whole ping.
+_stores: dict[tuple[str, str, bool], Store] = {}
+
+
+def load(
+    *,
+    required: Sequence[str] = (),
+    provider_keys: bool = False,
+    environ: Mapping[str, str] | None = None,
+) -> Settings:
+    """The invocation's settings (secrets from SSM, cached for minutes). A state other than
+    DynamoDB is refused: SQLite in a Lambda's /tmp would forget everything between containers."""
+    settings = lambda_settings(
+        os.environ if environ is None else environ,
+        required=required,
+        provider_keys=provider_keys,
+    )
+    if settings.state.kind != "dynamodb":
+        raise ConfigError("REAPER_STATE", "on Lambda expected dynamodb://<table>")
+    return settings
+
+
+def store(settings: Settings, *, read_only: bool = False) -> Store:
+    key = (settings.state.kind, settings.state.location, read_only)
+    if key not in _stores:
+        from reaper.store import open_store
+
+        _stores[key] = open_store(settings.state, read_only=read_only)
+    return _stores[key]
+
+
+def reset() -> None:
+    """Forget the cached stores (tests switch tables and mocked accounts)."""
+    _stores.clear()
+
+
+def config_error(function: str, error: ConfigError) -> dict[str, Any]:
+    """The answer of an invocation that could not start, logged once. The text passes through
+    the log's redaction: a malformed secret may be quoted in a ConfigError."""
+    message = log.redact(str(error))
+    log.event("lambda", function=function, result="config_error", error=message)
+    return {"ok": False, "error": message, "exit_code": EXIT_CONFIG}
+
+
+def bad_event(function: str, reason: str) -> dict[str, Any]:
+    log.event("lambda", function=function, result="bad_event", error=reason)
+    return {"ok": False, "error": reason, "exit_code": EXIT_CONFIG}
+
+
+__all__ = ["EXIT_CONFIG", "bad_event", "config_error", "load", "reset", "store"]

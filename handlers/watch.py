@@ -1,0 +1,41 @@
+"""Lambda: one heartbeat check, every minute on the EventBridge schedule.
+
+Silent monitors go down (once), reminders repeat, provider hosts are cross-checked with one
+listing per account, and the reaper itself is watched (no completed reap for twice
+REAPER_REAP_EVERY). The answer is the `reaper watch --json` object. Alert de-duplication lives
+in the store (conditional writes), so two overlapping invocations never alert twice.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from typing import Any
+
+from handlers import runtime
+from reaper.clock import SystemClock
+from reaper.config import ConfigError, Settings
+from reaper.heartbeat import WatchReport, watch_pass
+from reaper.store.base import Store
+
+FUNCTION = "watch"
+
+
+async def run(settings: Settings, store: Store) -> WatchReport:
+    from reaper.notify import make_notifier
+    from reaper.providers import make_clients
+
+    clients = make_clients(settings)
+    try:
+        return await watch_pass(settings, store, make_notifier(settings), SystemClock(), clients)
+    finally:
+        await asyncio.gather(*(client.aclose() for client in clients), return_exceptions=True)
+
+
+def handler(event: object, context: object = None) -> dict[str, Any]:
+    """Every event runs one pass: the schedule's, or a manual `serverless invoke -f watch`."""
+    try:
+        settings = runtime.load()
+    except ConfigError as error:
+        return runtime.config_error(FUNCTION, error)
+    report = asyncio.run(run(settings, runtime.store(settings)))
+    return {"ok": report.exit_code == 0, **report.to_json()}
