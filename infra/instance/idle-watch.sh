@@ -1,0 +1,389 @@
+#!/usr/bin/env bash
+# shellcheck source-path=SCRIPTDIR
+# idle-watch.sh — layer 2: destroy this instance after IDLE_LIMIT idle minutes.
+#
+#   nohup bash idle-watch.sh >>/workspace/idle-watch.log 2>&1 &
+#
+# Every CHECK_EVERY seconds (default 60) it reads the instance; idle means ALL of:
+#   - every GPU under UTIL_THRESHOLD % (nvidia-smi; missing, failing or unreadable = busy);
+#   - no python process (the command line's program is python, python3, python3.11...;
+#     Jupyter's own server and kernels are left to the next check; IDLE_IGNORE_PROCS, an
+#     extended regex, names more processes to leave out);
+#   - no SSH session active in the last 30 minutes (`who -u`: its idle column is the time
+#     since the terminal last saw input; sessions without a terminal, such as `ssh -N` port
+#     forwards, do not show there);
+#   - where a Jupyter server runs: no kernel busy or active in the last 30 minutes
+#     (GET /api/kernels on this machine; no answer = busy). The server is found at
+#     JUPYTER_URL, else from its runtime files (jpserver-*.json), else JUPYTER_SERVER_URL,
+#     else http://127.0.0.1:$JUPYTER_PORT (8888); JUPYTER_TOKEN is sent when set.
+# KEEP_FILE (/workspace/.keep) younger than 60 minutes holds it off; an older one is
+# ignored (said once). Any activity resets the idle count. Idle time is counted as idle
+# checks x CHECK_EVERY, not by the wall clock: a suspended or starved watcher never
+# destroys early. A notify goes out 5 minutes before IDLE_LIMIT; at the limit it destroys
+# this instance (DRY_RUN=1: says so and counts again), retrying at every check until it
+# works, then exits. Each check pings HEARTBEAT_URL/<host> with its status line as the body.
+# Nothing but a successful destroy (or IDLE_WATCH_MAX_LOOPS) ends it: no error does.
+#
+# Test hooks: IDLE_WATCH_MAX_LOOPS ends after that many checks; IDLE_WATCH_SLEEP replaces
+# the real sleep between checks (CHECK_EVERY still sets how much time a check counts for).
+set -u
+
+KIT_NAME='idle-watch'
+KIT_DIR=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd) || exit 1
+# shellcheck source=common.sh
+if ! . "$KIT_DIR/common.sh"; then
+    echo "idle-watch: cannot load $KIT_DIR/common.sh" >&2
+    exit 1
+fi
+
+readonly KEEP_MINUTES=60 SSH_ACTIVE_MINUTES=30 WARN_MINUTES=5 RENOTIFY_EVERY=30
+readonly PYTHON_PATTERN='^([^ ]*/)?python[0-9.]*( |$)'
+readonly JUPYTER_PATTERN='jupyter-(lab|notebook|server)( |$)|-m (jupyterlab|notebook|jupyter_server)( |$)'
+
+# CHECK_EVERY in milliseconds: seconds with up to 3 decimals, so that tests can use 0.1.
+check_every_ms() {
+    local v=${CHECK_EVERY:-60}
+    if [[ $v =~ ^([0-9]{1,6})(\.([0-9]{1,3}))?$ ]]; then
+        local frac=${BASH_REMATCH[3]}000
+        local ms=$((10#${BASH_REMATCH[1]} * 1000 + 10#${frac:0:3}))
+        if ((ms > 0)); then
+            printf '%s\n' "$ms"
+            return 0
+        fi
+    fi
+    kit_log "CHECK_EVERY='${v:0:40}' is not a number of seconds above 0; using 60"
+    printf '60000\n'
+}
+
+# "pid command line" of every process whose command line matches $1 (pgrep, else /proc).
+list_procs() {
+    local pattern=$1 out rc d cmd IFS=' '
+    if command -v pgrep >/dev/null 2>&1; then
+        out=$(pgrep -a -f "$pattern" 2>/dev/null)
+        rc=$?
+        case $rc in
+        0) printf '%s\n' "$out" ;;
+        1) ;;
+        *) return 1 ;;
+        esac
+        return 0
+    fi
+    local -a args
+    for d in /proc/[0-9]*; do
+        args=()
+        { mapfile -d '' -t args <"$d/cmdline"; } 2>/dev/null || continue
+        ((${#args[@]})) || continue
+        cmd="${args[*]}"
+        [[ $cmd =~ $pattern ]] && printf '%s %s\n' "${d#/proc/}" "$cmd"
+    done
+    return 0
+}
+
+# Sets GPU_TEXT (the busiest GPU's %, or ?) and GPU_BUSY.
+read_gpu() {
+    local out line v max=-1 unreadable=0
+    GPU_BUSY=1
+    GPU_TEXT='?'
+    command -v nvidia-smi >/dev/null 2>&1 || return 0
+    out=$(kit_timeout 15 nvidia-smi --query-gpu=utilization.gpu --format=csv,noheader,nounits 2>/dev/null) || return 0
+    while IFS= read -r line; do
+        v=${line//[[:space:]]/}
+        [ -n "$v" ] || continue
+        if [[ $v =~ ^[0-9]{1,3}$ ]]; then
+            ((10#$v > max)) && max=$((10#$v))
+        else
+            unreadable=1
+        fi
+    done <<<"$out"
+    if ((max < 0 || unreadable)); then
+        return 0
+    fi
+    GPU_TEXT="$max%"
+    ((max < UTIL_THRESHOLD)) && GPU_BUSY=0
+    return 0
+}
+
+# Sets PY_TEXT (count, or ?) and PY_BUSY.
+read_python() {
+    local procs count=0 line
+    PY_BUSY=1
+    PY_TEXT='?'
+    procs=$(list_procs "$PYTHON_PATTERN") || return 0
+    while IFS= read -r line; do
+        [ -n "$line" ] || continue
+        [[ $line =~ jupyter|ipykernel ]] && continue
+        if [ -n "${IDLE_IGNORE_PROCS:-}" ] && [[ $line =~ $IDLE_IGNORE_PROCS ]]; then
+            continue
+        fi
+        count=$((count + 1))
+    done <<<"$procs"
+    PY_TEXT=$count
+    ((count == 0)) && PY_BUSY=0
+    return 0
+}
+
+# Minutes since a session's last input from `who -u`'s idle column: "." (under a minute),
+# "HH:MM", or "old" (over a day). The column sits just before the PID; an unreadable line
+# counts as active.
+session_idle_minutes() {
+    local -a f
+    local i idle
+    read -r -a f <<<"$1"
+    for ((i = 3; i < ${#f[@]}; i++)); do
+        [[ ${f[i]} =~ ^[0-9]+$ ]] || continue
+        idle=${f[i - 1]}
+        case $idle in
+        .) echo 0 && return 0 ;;
+        old) echo 100000 && return 0 ;;
+        esac
+        if [[ $idle =~ ^([0-9]{1,3}):([0-9]{2})$ ]]; then
+            echo $((10#${BASH_REMATCH[1]} * 60 + 10#${BASH_REMATCH[2]}))
+            return 0
+        fi
+    done
+    echo 0
+}
+
+# Sets SSH_TEXT (sessions active in the last 30 minutes) and SSH_BUSY. No `who`, or no
+# answer from it: no session is seen (containers without utmp have none to show).
+read_ssh() {
+    local out line count=0
+    out=$(LC_ALL=C who -u 2>/dev/null) || out=""
+    while IFS= read -r line; do
+        [ -n "$line" ] || continue
+        (($(session_idle_minutes "$line") < SSH_ACTIVE_MINUTES)) && count=$((count + 1))
+    done <<<"$out"
+    SSH_TEXT=$count
+    SSH_BUSY=0
+    ((count > 0)) && SSH_BUSY=1
+    return 0
+}
+
+# Asks every candidate Jupyter server on this machine for its kernels; prints none, idle,
+# recent, busy, or ? when no candidate answered.
+jupyter_kernels_state() {
+    local py
+    py=$(command -v python3 || command -v python) || {
+        echo '?'
+        return 0
+    }
+    kit_timeout 15 "$py" - "$SSH_ACTIVE_MINUTES" 2>/dev/null <<'PY' || echo '?'
+import glob, json, os, ssl, sys, urllib.parse, urllib.request
+from datetime import datetime, timezone
+
+active_s = int(sys.argv[1]) * 60
+
+def candidates():
+    token = os.environ.get("JUPYTER_TOKEN", "")
+    if os.environ.get("JUPYTER_URL"):
+        yield os.environ["JUPYTER_URL"], token
+        return
+    dirs = [os.environ.get("JUPYTER_RUNTIME_DIR", ""),
+            os.path.expanduser("~/.local/share/jupyter/runtime")]
+    for d in filter(None, dirs):
+        for f in sorted(glob.glob(os.path.join(d, "*server-*.json"))):
+            try:
+                info = json.load(open(f))
+                yield info["url"], info.get("token") or token
+            except Exception:
+                pass
+    if os.environ.get("JUPYTER_SERVER_URL"):
+        yield os.environ["JUPYTER_SERVER_URL"], token
+    yield "http://127.0.0.1:%s/" % os.environ.get("JUPYTER_PORT", "8888"), token
+
+def kernels(url, token):
+    u = urllib.parse.urlsplit(url)
+    local = u._replace(netloc="127.0.0.1" + (":%d" % u.port if u.port else ""))
+    base = urllib.parse.urlunsplit(local).rstrip("/")
+    req = urllib.request.Request(base + "/api/kernels")
+    if token:
+        req.add_header("Authorization", "token " + token)
+    ctx = ssl._create_unverified_context()  # this machine only; self-signed is normal
+    with urllib.request.urlopen(req, timeout=3, context=ctx) as r:
+        data = json.load(r)
+    if not isinstance(data, list):
+        raise ValueError("not a kernel list")
+    return data
+
+def state(ks):
+    if not ks:
+        return "none"
+    now = datetime.now(timezone.utc)
+    recent = False
+    for k in ks:
+        if k.get("execution_state") in ("busy", "starting", "restarting"):
+            return "busy"
+        last = k.get("last_activity")
+        if not last:
+            return "?"
+        seen = datetime.fromisoformat(last.replace("Z", "+00:00"))
+        if (now - seen).total_seconds() < active_s:
+            recent = True
+    return "recent" if recent else "idle"
+
+for url, token in candidates():
+    try:
+        print(state(kernels(url, token)))
+        break
+    except Exception:
+        continue
+else:
+    print("?")
+PY
+}
+
+# Sets JUP_TEXT (none: no server runs; or the kernels' state) and JUP_BUSY.
+read_jupyter() {
+    local procs
+    JUP_BUSY=1
+    JUP_TEXT='?'
+    procs=$(list_procs "$JUPYTER_PATTERN") || return 0
+    if [ -z "$procs" ]; then
+        JUP_TEXT=none
+        JUP_BUSY=0
+        return 0
+    fi
+    JUP_TEXT=$(jupyter_kernels_state)
+    case $JUP_TEXT in
+    none | idle) JUP_BUSY=0 ;;
+    esac
+    return 0
+}
+
+# Sets KEEP_TEXT: held (younger than 60 minutes), expired, or empty (no file).
+read_keep() {
+    KEEP_TEXT=""
+    [ -e "$KEEP_FILE" ] || return 0
+    if [ -n "$(find "$KEEP_FILE" -maxdepth 0 -mmin "-$KEEP_MINUTES" 2>/dev/null)" ]; then
+        KEEP_TEXT=held
+    else
+        KEEP_TEXT=expired
+    fi
+    return 0
+}
+
+# The instance as one sentence, and the decision.
+check_once() {
+    read_gpu
+    read_python
+    read_ssh
+    read_jupyter
+    read_keep
+
+    if [ "$KEEP_TEXT" = expired ]; then
+        if [ "$keep_expired_said" = 0 ]; then
+            kit_log "$KEEP_FILE is older than $KEEP_MINUTES minutes: ignored (touch it again to hold $KEEP_MINUTES more)"
+            keep_expired_said=1
+        fi
+    else
+        keep_expired_said=0
+    fi
+
+    if [ "$KEEP_TEXT" = held ]; then
+        state=keep
+    elif ((GPU_BUSY || PY_BUSY || SSH_BUSY || JUP_BUSY)); then
+        state=busy
+    else
+        state=idle
+    fi
+    if [ "$state" = idle ]; then
+        idle_ms=$((idle_ms + step_ms))
+    else
+        idle_ms=0
+        warned=0
+        destroy_failures=0
+    fi
+    if [ "$state" = idle ] && ((idle_ms >= limit_ms)); then
+        state=destroying
+    fi
+    status_line="$state $((idle_ms / 60000))/$IDLE_LIMIT min gpu=$GPU_TEXT py=$PY_TEXT ssh=$SSH_TEXT jupyter=$JUP_TEXT"
+    [ "$KEEP_TEXT" = held ] && status_line="$status_line keep=held"
+    ((destroy_failures > 0)) && status_line="$status_line destroy_failures=$destroy_failures"
+    return 0
+}
+
+warn_if_due() {
+    local left
+    [ "$state" = idle ] && [ "$warned" = 0 ] || return 0
+    ((idle_ms >= limit_ms - WARN_MINUTES * 60000)) || return 0
+    warned=1
+    left=$(((limit_ms - idle_ms + 59999) / 60000))
+    kit_notify "idle-watch: idle for $((idle_ms / 60000)) min; destroying this instance in $left min. To keep it: touch $KEEP_FILE (holds $KEEP_MINUTES min), or use it"
+}
+
+destroy_now() {
+    if ((destroy_failures == 0)); then
+        kit_notify "idle-watch: idle for $((idle_ms / 60000)) min (limit $IDLE_LIMIT): destroying this instance"
+    fi
+    if [ "${DRY_RUN:-0}" = 1 ]; then
+        kit_destroy_self
+        kit_log "$KIT_DESTROY_MSG; counting again"
+        idle_ms=0
+        warned=0
+        return 0
+    fi
+    kit_ping bye "$status_line"
+    if kit_destroy_self; then
+        kit_log "$KIT_DESTROY_MSG"
+        exit 0
+    fi
+    destroy_failures=$((destroy_failures + 1))
+    kit_log "$KIT_DESTROY_MSG (attempt $destroy_failures; retrying at the next check)"
+    if ((destroy_failures == 1 || destroy_failures % RENOTIFY_EVERY == 0)); then
+        kit_notify "idle-watch: $KIT_DESTROY_MSG (attempt $destroy_failures). Still running and billing; retrying every check"
+    fi
+    return 0
+}
+
+# Only one watcher per lock file (a template that starts it twice must not double-destroy).
+take_lock() {
+    command -v flock >/dev/null 2>&1 || return 0
+    exec {lock_fd}>>"${IDLE_WATCH_LOCK:-/tmp/idle-watch.lock}" || return 0
+    if ! flock -n "$lock_fd"; then
+        kit_log "another idle-watch holds ${IDLE_WATCH_LOCK:-/tmp/idle-watch.lock}: leaving the watching to it"
+        exit 0
+    fi
+}
+
+main() {
+    IDLE_LIMIT=$(kit_int_setting IDLE_LIMIT 20 1 100000)
+    UTIL_THRESHOLD=$(kit_int_setting UTIL_THRESHOLD 5 0 101)
+    KEEP_FILE=${KEEP_FILE:-/workspace/.keep}
+    step_ms=$(check_every_ms)
+    limit_ms=$((IDLE_LIMIT * 60000))
+    sleep_for=${IDLE_WATCH_SLEEP:-${CHECK_EVERY:-60}}
+    [[ $sleep_for =~ ^[0-9]{1,6}(\.[0-9]{1,3})?$ ]] || sleep_for=$((step_ms / 1000))
+    max_loops=${IDLE_WATCH_MAX_LOOPS:-0}
+    [[ $max_loops =~ ^[0-9]{1,9}$ ]] || max_loops=0
+
+    take_lock
+    sleep_pid=""
+    trap '' HUP
+    trap '[ -z "$sleep_pid" ] || kill "$sleep_pid" 2>/dev/null' EXIT
+    trap 'kit_log "stopped by SIGTERM"; exit 143' TERM
+    trap 'kit_log "stopped by SIGINT"; exit 130' INT
+    kit_log "watching $(kit_host): destroy after $IDLE_LIMIT idle min (GPU under $UTIL_THRESHOLD%, no python, no SSH input for $SSH_ACTIVE_MINUTES min, no busy Jupyter kernel); a check every $((step_ms / 1000)).$(printf '%03d' $((step_ms % 1000)))s; $KEEP_FILE holds $KEEP_MINUTES min${DRY_RUN:+; DRY_RUN=$DRY_RUN}"
+
+    idle_ms=0 warned=0 destroy_failures=0 keep_expired_said=0 loop=0
+    state="" status_line=""
+    while :; do
+        loop=$((loop + 1))
+        export IDLE_WATCH_LOOP=$loop
+        check_once
+        kit_log "$status_line"
+        kit_ping "" "$status_line"
+        warn_if_due
+        [ "$state" = destroying ] && destroy_now
+        if ((max_loops > 0 && loop >= max_loops)); then
+            kit_log "stopping after $loop checks (IDLE_WATCH_MAX_LOOPS)"
+            exit 0
+        fi
+        # In the background, so that SIGTERM is handled at once rather than after the sleep.
+        sleep "$sleep_for" &
+        sleep_pid=$!
+        wait "$sleep_pid"
+        sleep_pid=""
+    done
+}
+
+main "$@"

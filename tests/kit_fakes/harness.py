@@ -1,0 +1,215 @@
+"""Drives infra/instance/*.sh under bash with fake tools first on PATH, one recording HTTP
+server in front of every endpoint the kit talks to, and the project's RunPod and Vast
+emulators behind it answering the destroy calls.
+
+Emulator accounts: RunPod "pod" (POD_KEY, the pod-scoped key) and "self" (SELF_KEY, the
+user's REAPER_SELF_KEY); Vast "instance" (VAST_KEY, the per-instance CONTAINER_API_KEY). A
+pod is visible only to its own account's key, as RunPod's "404: not found or not accessible"."""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import re
+import signal
+import subprocess
+import sys
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass
+from pathlib import Path
+
+from reaper.providers.emulator import RunPodEmulator, VastEmulator
+from tests.kit_fakes.recorder import Recorder, Request, Response, recording_server
+
+KIT_DIR = Path(__file__).resolve().parents[2] / "infra" / "instance"
+FAKE_BIN = Path(__file__).resolve().parent / "bin"
+FAKE_TOOLS = ("nvidia-smi", "who", "pgrep", "hostname")
+PING_KEY = "pk-ping-secret"
+POD_KEY = "rp-pod-scoped-secret"
+SELF_KEY = "rp-self-key-secret"
+VAST_KEY = "vast-container-secret"
+
+_PING = re.compile(rf"/ping/{PING_KEY}/(?P<host>[^/]+)(?:/(?P<suffix>[^/]+))?")
+
+
+@dataclass
+class Kit:
+    tmp: Path
+    http: Recorder
+    runpod: RunPodEmulator
+    vast: VastEmulator
+    bin: Path
+    fakes: Path
+    env: dict[str, str]
+
+    @classmethod
+    @contextmanager
+    def start(cls, tmp: Path) -> Iterator[Kit]:
+        bin_dir, fakes = tmp / "bin", tmp / "fakes"
+        bin_dir.mkdir()
+        fakes.mkdir()
+        for tool in (*FAKE_TOOLS, "_section.sh"):
+            (bin_dir / tool).symlink_to(FAKE_BIN / tool)
+        # the Jupyter check runs python3: this one, not a slow version-manager shim
+        (bin_dir / "python3").symlink_to(sys.executable)
+        with (
+            recording_server() as http,
+            RunPodEmulator({"pod": POD_KEY, "self": SELF_KEY}) as runpod,
+            VastEmulator({"instance": VAST_KEY}) as vast,
+        ):
+            http.forward("/runpod", runpod.url)
+            http.forward("/vast", vast.url)
+            kit = cls(tmp, http, runpod, vast, bin_dir, fakes, env={})
+            kit.env = {
+                "PATH": f"{bin_dir}:{os.environ['PATH']}",
+                "HOME": str(tmp),
+                "LANG": "C.UTF-8",
+                "KIT_FAKE_DIR": str(fakes),
+                "HEARTBEAT_URL": f"{http.base}/ping/{PING_KEY}",
+                "NOTIFY_URL": f"{http.base}/alert/{PING_KEY}",
+                "RUNPOD_API_URL": f"{http.base}/runpod/v2",
+                "VAST_API_URL": f"{http.base}/vast",
+                "KEEP_FILE": str(tmp / "keep"),
+                "IDLE_WATCH_LOCK": str(tmp / "idle-watch.lock"),
+                "JUPYTER_RUNTIME_DIR": str(tmp / "jupyter-runtime"),
+                "KIT_HTTP_TIMEOUT": "3",
+                "KIT_DESTROY_TIMEOUT": "3",
+                "CHECK_EVERY": "60",
+                "IDLE_WATCH_SLEEP": "0",
+            }
+            kit.fake("nvidia-smi", "0")
+            kit.fake("who", "")
+            kit.fake("pgrep", "1 /sbin/init")
+            kit.fake("hostname", "test-box")
+            yield kit
+
+    # -- the instance ---------------------------------------------------------------------
+    def fake(self, tool: str, *sections: str) -> None:
+        """What `tool` answers at idle-watch's check 1, 2, ...; the last answer repeats."""
+        (self.fakes / f"{tool}.txt").write_text("\n---\n".join(sections) + "\n")
+
+    def without(self, tool: str) -> None:
+        (self.bin / tool).unlink()
+
+    def calls(self) -> list[str]:
+        log = self.fakes / "calls.log"
+        return log.read_text().splitlines() if log.exists() else []
+
+    # -- running the scripts --------------------------------------------------------------
+    def _env(self, overrides: dict[str, str | None]) -> dict[str, str]:
+        env = dict(self.env)
+        for name, value in overrides.items():
+            if value is None:
+                env.pop(name, None)
+            else:
+                env[name] = value
+        return env
+
+    def run(
+        self, script: str, *args: str, timeout: float = 20, **env: str | None
+    ) -> subprocess.CompletedProcess[str]:
+        return subprocess.run(
+            ["bash", str(KIT_DIR / script), *args],
+            env=self._env(env),
+            capture_output=True,
+            text=True,
+            timeout=timeout,
+            stdin=subprocess.DEVNULL,
+        )
+
+    def popen(self, script: str, *args: str, **env: str | None) -> subprocess.Popen[str]:
+        return subprocess.Popen(
+            ["bash", str(KIT_DIR / script), *args],
+            env=self._env(env),
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+            stdin=subprocess.DEVNULL,
+            start_new_session=True,  # its own process group: `kill_all` reaches its children
+        )
+
+    @staticmethod
+    def kill_all(proc: subprocess.Popen[str]) -> None:
+        """SIGKILL the script and its children (a sleep would keep the pipes open)."""
+        with contextlib.suppress(ProcessLookupError):
+            os.killpg(proc.pid, signal.SIGKILL)
+        proc.wait(timeout=10)
+        for pipe in (proc.stdout, proc.stderr):
+            if pipe is not None:
+                pipe.close()
+
+    def watch(self, loops: int, **env: str | None) -> subprocess.CompletedProcess[str]:
+        return self.run("idle-watch.sh", IDLE_WATCH_MAX_LOOPS=str(loops), **env)
+
+    def source(self, snippet: str, **env: str | None) -> subprocess.CompletedProcess[str]:
+        """Run `snippet` in bash -u with common.sh sourced."""
+        script = f'set -u; . "{KIT_DIR}/common.sh"; {snippet}'
+        return subprocess.run(
+            ["bash", "-c", script],
+            env=self._env(env),
+            capture_output=True,
+            text=True,
+            timeout=20,
+        )
+
+    # -- what the endpoints saw -----------------------------------------------------------
+    def events(self) -> list[str]:
+        """Every request as a short label, in arrival order: push, notify, ping[:suffix],
+        delete, jupyter."""
+        labels = []
+        for r in self.http.requests:
+            if r.path.startswith("/push"):
+                labels.append("push")
+            elif r.path == f"/alert/{PING_KEY}":
+                labels.append("notify")
+            elif m := _PING.fullmatch(r.path):
+                labels.append("ping" + (f":{m['suffix']}" if m["suffix"] else ""))
+            elif r.method == "DELETE":
+                labels.append("delete")
+            else:
+                labels.append(f"{r.method} {r.path}")
+        return labels
+
+    def pings(self) -> list[tuple[str, str | None, str]]:
+        """(host, suffix, body) of every heartbeat ping."""
+        out = []
+        for r in self.http.requests:
+            if m := _PING.fullmatch(r.path):
+                out.append((m["host"], m["suffix"], r.body))
+        return out
+
+    def status_lines(self) -> list[str]:
+        return [body for _, suffix, body in self.pings() if suffix is None]
+
+    def alerts(self) -> list[str]:
+        return [
+            json.loads(r.body)["text"] for r in self.http.matching("POST", f"/alert/{PING_KEY}")
+        ]
+
+    def deletes(self) -> list[Request]:
+        return [r for r in self.http.requests if r.method == "DELETE"]
+
+    # -- providers ------------------------------------------------------------------------
+    def add_pod(self, pod_id: str, account: str = "pod") -> None:
+        """A running RunPod pod owned by `account` ("pod": POD_KEY sees it; "self": only
+        SELF_KEY does)."""
+        self.runpod.add_pod(pod_id, account=account)
+
+    def deleted_pods(self) -> list[tuple[str, str | None, int]]:
+        """(path, account of the key used, status) of every DELETE RunPod received."""
+        return [(r.path, r.account, r.status) for r in self.runpod.mutations]
+
+    def failing(self, method: str, path_regex: str, status: int = 503) -> None:
+        """The heartbeat or the alert webhook answering `status`."""
+        self.http.on(method, path_regex, lambda _r, _m: _problem(status, "unavailable"))
+
+
+def _problem(status: int, detail: str) -> Response:
+    body = json.dumps({"title": "error", "status": status, "detail": detail})
+    return Response(status, body, "application/problem+json")
+
+
+def no_secret_in(text: str) -> bool:
+    return not any(s in text for s in (PING_KEY, POD_KEY, SELF_KEY, VAST_KEY))
