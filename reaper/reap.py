@@ -168,6 +168,8 @@ class _Pass:
     dry_run: bool
     confirm: ConfirmOptions
     sleep: Sleep
+    # The first listing of this pass (complete accounts only), for confirmation witnesses.
+    fleet: list[Instance] = field(default_factory=list)
 
     async def alert(self, alert: Any) -> bool:
         """Send unless this is a dry run; True if at least one channel took it."""
@@ -286,6 +288,33 @@ class _Pass:
         )
         return decision, record
 
+    def _witness(self, client: ProviderClient, pending: set[str]) -> str | None:
+        """An instance of this account that the first listing showed alive and that is not being
+        terminated: a filtered re-list must return it, or the filter is not to be trusted."""
+        for inst in self.fleet:
+            if (
+                inst.provider == client.provider
+                and inst.account == client.account
+                and inst.id not in pending
+                and inst.state != "terminated"
+            ):
+                return inst.id
+        return None
+
+    async def _relist(self, client: ProviderClient, pending: set[str]) -> dict[str, Instance]:
+        """A complete listing for confirmation: narrowed to the pending ids where the provider
+        can filter, with a witness that must come back; otherwise, or if the witness is missing
+        (a filter ignored the ids, or the witness went away), the whole account."""
+        witness = self._witness(client, pending)
+        if witness is not None:
+            narrowed = {i.id: i for i in await client.list_instances(only_ids={*pending, witness})}
+            if witness in narrowed:
+                return narrowed
+            log.event(
+                "confirm", provider=client.provider, account=client.account, result="full_relist"
+            )
+        return {i.id: i for i in await client.list_instances()}
+
     async def confirm_account(
         self, client: ProviderClient, records: list[AuditRecord]
     ) -> dict[str, bool]:
@@ -298,7 +327,7 @@ class _Pass:
                 await self.sleep(delay)
             delay = min(self.confirm.backoff * 2**attempt, self.confirm.max_delay)
             try:
-                listed = {i.id: i for i in await client.list_instances()}
+                listed = await self._relist(client, pending)
             except Exception as exc:  # an incomplete listing proves nothing
                 log.event(
                     "confirm",
@@ -398,7 +427,7 @@ async def reap_pass(
         settings, store, clients, notifier, clock, dry_run, confirm or ConfirmOptions(), sleep
     )
     try:
-        fleet = await run.list_all(report)
+        fleet = run.fleet = await run.list_all(report)
         plan = decide(fleet, store.history(), now, settings, max_terminations=max_terminations)
         report.instances = plan.instances
         report.cap_exceeded = plan.cap_exceeded
@@ -409,6 +438,21 @@ async def reap_pass(
                 else:
                     store.reset_stopped_clock(change.key)
 
+        # The money guards reuse this listing and run beside the actions: they only alert, never
+        # act, and never fail a pass.
+        guards = asyncio.create_task(
+            guard_pass(
+                settings,
+                store,
+                clients,
+                notifier,
+                clock,
+                report.instances,
+                failed_accounts={(e.provider, e.account) for e in report.errors},
+                dry_run=dry_run,
+                volume_orphan_after=settings.volume_orphan_after,
+            )
+        )
         due = [d for d in plan.decisions if d.action == "terminate"]
         for decision in plan.decisions:
             if decision.action == "warn":
@@ -424,18 +468,7 @@ async def reap_pass(
         if due:
             report.actions += [_result(d) for d in due] if dry_run else await run.terminate_all(due)
 
-        # The money guards reuse this listing; they only alert, never act, and never fail a pass.
-        report.guards = await guard_pass(
-            settings,
-            store,
-            clients,
-            notifier,
-            clock,
-            report.instances,
-            failed_accounts={(e.provider, e.account) for e in report.errors},
-            dry_run=dry_run,
-            volume_orphan_after=settings.volume_orphan_after,
-        )
+        report.guards = await guards
 
         if not dry_run:
             finished = clock.now()

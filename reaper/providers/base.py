@@ -7,6 +7,7 @@ error for that account (never a shorter fleet, never an exception that stops the
 
 from __future__ import annotations
 
+from collections.abc import Collection
 from typing import Literal, Protocol
 
 from reaper.models import Balance, Instance, ProviderName, Volume
@@ -28,8 +29,13 @@ class ProviderClient(Protocol):
     provider: ProviderName
     account: str
 
-    async def list_instances(self) -> list[Instance]:
-        """Every instance of the account, complete, or ProviderError (never a partial list)."""
+    async def list_instances(self, only_ids: Collection[str] | None = None) -> list[Instance]:
+        """Every instance of the account, complete, or ProviderError (never a partial list).
+
+        `only_ids` lets a provider that can filter server-side (Vast) list just those ids, for
+        confirmation re-lists; one that cannot lists everything. Callers must not trust a
+        filtered answer blindly: the reap pass adds a witness id that must come back.
+        """
         ...
 
     async def terminate(self, instance_id: str) -> TerminateOutcome:

@@ -9,6 +9,7 @@ and its failure is the caller's warning, never a failed reap.
 
 from __future__ import annotations
 
+from collections.abc import Collection
 from typing import Any
 from urllib.parse import quote
 
@@ -213,9 +214,10 @@ class RunPodClient:
     async def aclose(self) -> None:
         await self.http.aclose()
 
-    async def list_instances(self) -> list[Instance]:
+    async def list_instances(self, only_ids: Collection[str] | None = None) -> list[Instance]:
         """Every pod, cluster members included (they carry `cluster_id`; the policy holds
-        them because the pod endpoints cannot delete them)."""
+        them because the pod endpoints cannot delete them). `only_ids` is ignored: the v2 list
+        has no id filter and is one call anyway."""
         pods = await self._list_raw_pods()
         return [parse_pod(raw, self.account, n) for n, raw in enumerate(pods)]
 

@@ -370,7 +370,10 @@ class VastEmulator(EmulatorServer):
                 return Response.json(400, {"error": "invalid_token", "msg": "invalid after_token"})
             after, page = int(cursor["after"]), int(cursor["page"])
         mine = sorted((i, inst) for i, inst in self._instances.items() if inst.account == account)
-        remaining = [(i, inst) for i, inst in mine if i > after]
+        matches = _parse_filters(request.query.get("select_filters"))
+        if isinstance(matches, str):
+            return Response.json(400, {"success": False, "error": "invalid_args", "msg": matches})
+        remaining = [(i, inst) for i, inst in mine if i > after and matches(inst.data)]
         chunk = remaining[:limit]
         items: list[Any] = []
         for instance_id, inst in chunk:
@@ -470,6 +473,44 @@ class VastEmulator(EmulatorServer):
                 429, {"success": False, "error": "rate_limit_exceeded", "msg": message}
             )
         return Response.json(429, {"detail": message})
+
+
+# Computed columns the spec says cannot be filtered (400).
+_COMPUTED = frozenset({"dph_total", "num_gpus", "dph_base", "storage_total_cost"})
+_OPS: dict[str, Callable[[Any, Any], bool]] = {
+    "eq": lambda v, x: v == x,
+    "neq": lambda v, x: v != x,
+    "gt": lambda v, x: v is not None and v > x,
+    "gte": lambda v, x: v is not None and v >= x,
+    "lt": lambda v, x: v is not None and v < x,
+    "lte": lambda v, x: v is not None and v <= x,
+    "in": lambda v, x: isinstance(x, list) and v in x,
+    "notin": lambda v, x: isinstance(x, list) and v not in x,
+}
+
+
+def _parse_filters(text: str | None) -> Callable[[dict[str, Any]], bool] | str:
+    """`select_filters` as show_instances.yaml describes it: a JSON object of column ->
+    {operator: value}. Returns a predicate, or the 400 message for a bad filter."""
+    if not text:
+        return lambda data: True
+    try:
+        spec = json.loads(text)
+    except ValueError:
+        return "select_filters: not JSON"
+    if not isinstance(spec, dict):
+        return "select_filters: expected a JSON object"
+    checks: list[tuple[str, Callable[[Any, Any], bool], Any]] = []
+    for column, condition in spec.items():
+        if column in _COMPUTED:
+            return f"select_filters: {column} is computed and cannot be filtered"
+        if not isinstance(condition, dict):
+            return f"select_filters: {column}: expected {{operator: value}}"
+        for op, value in condition.items():
+            if op not in _OPS:
+                return f"select_filters: unknown operator {op}"
+            checks.append((column, _OPS[op], value))
+    return lambda data: all(test(data.get(column), value) for column, test, value in checks)
 
 
 def _error_code(status: int) -> str:
