@@ -21,7 +21,6 @@ import subprocess
 import sys
 import tempfile
 import time
-from dataclasses import replace
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
@@ -74,7 +73,6 @@ async def _pass(config: dict[str, Any]) -> dict[str, Any]:
 
 async def _sequential(config: dict[str, Any]) -> dict[str, Any]:
     """The naive way: one call at a time, list, delete each, re-list each account."""
-    from reaper.notify.base import RecordingNotifier  # noqa: F401 - same imports as the pass
     from reaper.policy import decide
     from reaper.providers import HttpOptions, make_clients
     from reaper.store.sqlite import SQLiteStore
@@ -211,7 +209,8 @@ def main() -> None:
         ("sequential baseline", sequential, seq_calls),
     ):
         print(
-            f"  {name:<20} wall {result['wall_s']:>6.2f} s   peak RSS {result['peak_rss_mb']:>6.1f} MB   "
+            f"  {name:<20} wall {result['wall_s']:>6.2f} s   "
+            f"peak RSS {result['peak_rss_mb']:>6.1f} MB   "
             f"listed {result['instances']}   terminated+confirmed {result['terminated']}"
         )
         for provider, kinds in counted.items():
@@ -222,7 +221,8 @@ def main() -> None:
     ratio = sequential["wall_s"] / concurrent["wall_s"] if concurrent["wall_s"] else float("inf")
     print(f"  speed-up over sequential: {ratio:.1f}x")
     print(
-        f"  import reaper: {_import_ms('reaper')} ms   import reaper.reap: {_import_ms('reaper.reap')} ms"
+        f"  import reaper: {_import_ms('reaper')} ms   "
+        f"import reaper.reap: {_import_ms('reaper.reap')} ms"
     )
     verdict = concurrent["wall_s"] < 5.0 and concurrent["peak_rss_mb"] < 100
     print(f"  targets (< 5 s, < 100 MB): {'met' if verdict else 'NOT met'}")
