@@ -1,0 +1,1 @@
+"""Benchmarks: speed and memory are measured here, not in timed tests (`make bench`)."""
