@@ -255,6 +255,22 @@ def test_a_cap_race_lost_in_a_transaction_is_retried(db: Table) -> None:
     assert db.active_count() == 1
 
 
+def test_past_the_cap_a_first_ping_costs_one_read(db: Table) -> None:
+    """A leaked key inventing hosts past the cap must not cost a transaction each time."""
+    calls: list[str] = []
+
+    class Counting(SerialClient):
+        def __getattr__(self, name: str) -> Any:
+            calls.append(name)
+            return super().__getattr__(name)
+
+    store = db.store(client=Counting(db.client))
+    assert store.create_monitor(Monitor(host="a", created_at=T0), limit=1)
+    calls.clear()
+    assert store.create_monitor(Monitor(host="b", created_at=T0), limit=1) is False
+    assert calls == ["get_item"]
+
+
 # --- TTL -------------------------------------------------------------------------------------
 
 

@@ -441,9 +441,14 @@ class DynamoDBStore:
         self._replace_monitor(item, monitor.host)
 
     def create_monitor(self, monitor: Monitor, limit: int) -> bool:
-        """One transaction: the monitor if the host is new, and the counter if under the cap."""
+        """One transaction: the monitor if the host is new, and the counter if under the cap.
+
+        A read of the counter comes first: once the cap is reached, every further first ping
+        (a leaked key inventing hosts) costs one read instead of a cancelled transaction's four
+        write units. The transaction stays the authority when the read says there is room.
+        """
         self._writable()
-        if limit <= 0:
+        if limit <= 0 or self._active_monitors() >= limit:
             return False
         item = self._monitor_item(monitor)
         counter = self._counter_update(0 if monitor.status == "retired" else 1)
@@ -470,6 +475,10 @@ class DynamoDBStore:
                 ):
                     raise
         raise StoreConflictError(f"monitor {monitor.host!r}: too many concurrent writes")
+
+    def _active_monitors(self) -> int:
+        counter = self._get("meta", "monitors")
+        return 0 if counter is None else int(counter.get("active", {"N": "0"})["N"])
 
     def list_monitors(self) -> list[Monitor]:
         return [
