@@ -15,6 +15,7 @@ from __future__ import annotations
 import asyncio
 import signal
 import socket
+import sqlite3
 import sys
 import threading
 import time
@@ -32,8 +33,10 @@ from reaper.config import ConfigError, Settings
 from reaper.heartbeat import watch_pass
 from reaper.http import MAX_BODY, App, Limits, Request, Response, handle, redact_path
 from reaper.notify.base import Notifier
+from reaper.notify.messages import humanize
 from reaper.providers.base import ProviderClient
 from reaper.store.base import Store
+from reaper.store.sqlite import StoreSchemaError
 
 Scope = MutableMapping[str, Any]
 Message = MutableMapping[str, Any]
@@ -358,7 +361,7 @@ def _require_sqlite(settings: Settings) -> None:
 
 def _announce(settings: Settings, host: str, port: int, channels: Sequence[str]) -> None:
     reaping = (
-        f"every {settings.reap_every}"
+        f"every {humanize(settings.reap_every)}"
         if settings.accounts
         else "off (no RUNPOD_API_KEY / VAST_API_KEY set)"
     )
@@ -370,7 +373,7 @@ def _announce(settings: Settings, host: str, port: int, channels: Sequence[str])
         if settings.ping_key
         else "off (REAPER_PING_KEY unset: /ping and /alert answer 404)",
         status="on" if settings.admin_key else "off (REAPER_ADMIN_KEY unset)",
-        watch=f"every {settings.watch_every}",
+        watch=f"every {humanize(settings.watch_every)}",
         reaping=reaping,
         channels=",".join(channels) or "none (alerts are only logged)",
     )
@@ -388,7 +391,11 @@ def serve_command(settings: Settings, host: str, port: int) -> int:
     except OSError as exc:
         print(f"reaper: cannot listen on {host}:{port}: {exc.strerror or exc}", file=sys.stderr)
         return 1
-    store = open_store(settings.state)
+    try:
+        store = open_store(settings.state)
+    except (OSError, sqlite3.Error, StoreSchemaError) as exc:
+        sock.close()
+        raise ConfigError("REAPER_STATE", f"cannot open {settings.state.location}: {exc}") from None
     clock = SystemClock()
     notifier: Notifier = make_notifier(settings)
     channels: list[str] = list(channels_configured(settings))

@@ -150,3 +150,21 @@ def test_with_keys_it_reaps_on_schedule(tmp_path: Path) -> None:
     last = store.last_reap()
     store.close()
     assert last is not None and last.instances == 1
+
+
+def test_an_unusable_state_path_is_one_line_and_exit_2(tmp_path: Path) -> None:
+    blocker = tmp_path / "a-file"
+    blocker.write_text("not a directory")
+    result = subprocess.run(
+        [sys.executable, "-m", "reaper.cli", "serve", "--port", "0"],
+        cwd=tmp_path,
+        env={
+            "PATH": os.environ.get("PATH", ""),
+            "REAPER_STATE": f"sqlite:///{blocker}/state.db",
+        },
+        capture_output=True,
+        text=True,
+        timeout=30,
+    )
+    assert result.returncode == 2
+    assert result.stderr.count("\n") == 1 and result.stderr.startswith("reaper: REAPER_STATE")
