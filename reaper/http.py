@@ -13,6 +13,7 @@ import codecs
 import hmac
 import json
 import traceback
+from collections import OrderedDict
 from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass, field
 from datetime import timedelta
@@ -38,6 +39,7 @@ ALERT_LIMIT = 16 * 1024
 # A repeated identical /alert within this window is answered as deduplicated.
 ALERT_DEDUP_WINDOW = timedelta(minutes=1)
 _LEVELS: tuple[AlertLevel, ...] = ("info", "warning", "critical")
+_UNDELIVERED_KEPT = 1000
 
 
 @dataclass(frozen=True)
@@ -96,8 +98,19 @@ class App:
         self.per_client = TokenBuckets(self.limits.per_client, clock)
         self.per_host = TokenBuckets(self.limits.per_host, clock)
         self.alerts = TokenBuckets(self.limits.alerts, clock, max_keys=1)
+        # Alerts whose every channel failed: a retry within the dedup window is sent again
+        # rather than answered "deduplicated" (the claim in the store cannot be undone).
+        self.undelivered: OrderedDict[str, None] = OrderedDict()
         # The ping key is in every ping path: make sure no log line can carry it.
         log.register_secrets(settings.secrets())
+
+    def note_delivery(self, key: str, delivered: bool) -> None:
+        if delivered:
+            self.undelivered.pop(key, None)
+            return
+        self.undelivered[key] = None
+        while len(self.undelivered) > _UNDELIVERED_KEPT:
+            self.undelivered.popitem(last=False)
 
 
 # --- answers ------------------------------------------------------------------------------
@@ -275,13 +288,16 @@ async def _alert(request: Request, app: App) -> Response:
     if wait:
         return _rate_limited(wait, "alerts")
     # webhook() keys the alert by a hash of its level, title and body.
-    if not app.store.claim_alert(alert.dedup_key, app.clock.now(), ALERT_DEDUP_WINDOW):
+    key = alert.dedup_key
+    claimed = app.store.claim_alert(key, app.clock.now(), ALERT_DEDUP_WINDOW)
+    if not claimed and key not in app.undelivered:
         return _json(200, {"deduplicated": True})
     deliveries = await app.notifier.send(alert)
     results = [
         {"channel": d.channel, "ok": d.ok, "detail": log.redact(d.detail)} for d in deliveries
     ]
     delivered = any(d.ok for d in deliveries)
+    app.note_delivery(key, delivered)
     return _json(200 if delivered else 502, {"delivered": delivered, "channels": results})
 
 

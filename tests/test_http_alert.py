@@ -10,6 +10,7 @@ from pathlib import Path
 import pytest
 
 from reaper.http import ALERT_LIMIT
+from reaper.models import Alert, Delivery
 from tests.heartbeat_support import KEY, FailingNotifier, Served, make_settings, served
 
 URL = f"/alert/{KEY}"
@@ -139,3 +140,24 @@ def test_dedup_window_is_one_minute_of_the_injected_clock(app: Served) -> None:
     app.http.post(URL, json={"text": "tick"})
     app.clock.advance(timedelta(minutes=1))
     assert app.http.post(URL, json={"text": "tick"}).json() != {"deduplicated": True}
+
+
+class FlakyNotifier(FailingNotifier):
+    """Fails the first alert on every channel, then delivers."""
+
+    async def send(self, alert: Alert) -> list[Delivery]:
+        if not self.alerts:
+            return await super().send(alert)
+        self.alerts.append(alert)
+        return [Delivery(channel="telegram", ok=True)]
+
+
+def test_a_retry_after_a_502_is_sent_again_not_deduplicated(tmp_path: Path) -> None:
+    notifier = FlakyNotifier()
+    with served(make_settings(tmp_path), notifier=notifier) as app:
+        assert app.http.post(URL, json={"text": "disk full"}).status_code == 502
+        retry = app.http.post(URL, json={"text": "disk full"})
+        assert (retry.status_code, retry.json()["delivered"]) == (200, True)
+        again = app.http.post(URL, json={"text": "disk full"})
+        assert again.json() == {"deduplicated": True}
+    assert len(notifier.alerts) == 2
