@@ -16,6 +16,7 @@ import re
 import shutil
 import subprocess
 import sys
+import warnings
 import zipfile
 from collections.abc import Iterator
 from pathlib import Path
@@ -31,7 +32,6 @@ from tests.aws_support import AWS_ENV
 
 ROOT = Path(__file__).resolve().parent.parent
 SERVERLESS = ROOT / "node_modules" / ".bin" / "serverless"
-ZIP = ROOT / "build" / "lambda" / "reaper.zip"
 STAGE = "ci"
 STACK = f"reaper-{STAGE}"
 FUNCTIONS = {"reap", "watch", "digest", "http"}
@@ -42,9 +42,6 @@ pytestmark = [
         shutil.which("node") is None,
         reason="Node.js is not installed: the serverless.yml check needs node 20+ and npm",
     ),
-    # moto's CloudFormation skips resource types it does not model (the HTTP API, the event
-    # invoke configs); the template tests above check those.
-    pytest.mark.filterwarnings("ignore:Tried to parse AWS::.*not supported by moto"),
 ]
 
 
@@ -74,7 +71,9 @@ def offline_env(**extra: str) -> dict[str, str]:
     return env
 
 
-def package(out: Path, **extra: str) -> subprocess.CompletedProcess[str]:
+def package(out: Path, build: Path, **extra: str) -> subprocess.CompletedProcess[str]:
+    """`serverless package` into `out`, the zip into `build` (not the shared build/lambda:
+    another test run at the same time must not rebuild this one's zip)."""
     return subprocess.run(
         [
             str(SERVERLESS),
@@ -87,7 +86,7 @@ def package(out: Path, **extra: str) -> subprocess.CompletedProcess[str]:
             str(out),
         ],
         cwd=ROOT,
-        env=offline_env(**extra),
+        env=offline_env(REAPER_BUILD_DIR=str(build), **extra),
         capture_output=True,
         text=True,
         timeout=600,
@@ -96,12 +95,22 @@ def package(out: Path, **extra: str) -> subprocess.CompletedProcess[str]:
 
 
 @pytest.fixture(scope="module")
-def packaged(tmp_path_factory: pytest.TempPathFactory) -> Path:
+def built(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    return tmp_path_factory.mktemp("lambda")
+
+
+@pytest.fixture(scope="module")
+def packaged(tmp_path_factory: pytest.TempPathFactory, built: Path) -> Path:
     npm_ci()
     out = tmp_path_factory.mktemp("sls")
-    result = package(out, REAPER_REAP_EVERY="30m", REAPER_MODE="observe")
+    result = package(out, built, REAPER_REAP_EVERY="30m", REAPER_MODE="observe")
     assert result.returncode == 0, result.stdout + result.stderr
     return out
+
+
+@pytest.fixture(scope="module")
+def zip_path(packaged: Path, built: Path) -> Path:
+    return built / "reaper.zip"
 
 
 @pytest.fixture(scope="module")
@@ -187,8 +196,13 @@ def test_the_http_api_routes_and_throttles(template: dict[str, Any]) -> None:
     }
     [stage] = resources(template, "AWS::ApiGatewayV2::Stage").values()
     default = stage["Properties"]["DefaultRouteSettings"]
-    assert default["ThrottlingRateLimit"] > 0 and default["ThrottlingBurstLimit"] > 0
-    assert set(stage["Properties"]["RouteSettings"]) <= routes
+    per_route = stage["Properties"]["RouteSettings"]
+    assert set(per_route) <= routes, "a setting for a route that does not exist"
+    rates = {r: per_route.get(r, default)["ThrottlingRateLimit"] for r in routes}
+    assert all(rate > 0 for rate in rates.values())
+    # The ceiling the README's worst-case arithmetic uses.
+    assert sum(rates.values()) == 32
+    assert rates["ANY /ping/{proxy+}"] == max(rates.values()), "pings get the largest budget"
     [api] = resources(template, "AWS::ApiGatewayV2::Api").values()
     assert api["Properties"]["ProtocolType"] == "HTTP"
     [integration] = resources(template, "AWS::ApiGatewayV2::Integration").values()
@@ -220,8 +234,8 @@ def test_the_schedule_follows_reaper_reap_every(template: dict[str, Any]) -> Non
 
 
 @pytest.fixture(scope="module")
-def entries(packaged: Path) -> dict[str, int]:
-    with zipfile.ZipFile(ZIP) as archive:
+def entries(zip_path: Path) -> dict[str, int]:
+    with zipfile.ZipFile(zip_path) as archive:
         return {info.filename: info.file_size for info in archive.infolist()}
 
 
@@ -263,10 +277,10 @@ def test_lambda_pins_agree_with_requirements() -> None:
     assert "uvicorn" not in lambda_pins and "boto3" not in lambda_pins
 
 
-def test_the_handlers_import_from_the_zip_alone(packaged: Path, tmp_path: Path) -> None:
+def test_the_handlers_import_from_the_zip_alone(zip_path: Path, tmp_path: Path) -> None:
     """The zip's own reaper/ and handlers/ (emulators left out) import cleanly; only the
     compiled pydantic_core of this machine stands in for the arm64 one."""
-    with zipfile.ZipFile(ZIP) as archive:
+    with zipfile.ZipFile(zip_path) as archive:
         code = [n for n in archive.namelist() if n.startswith(("reaper/", "handlers/"))]
         archive.extractall(tmp_path, members=code)
     site = Path(__import__("pydantic").__file__).parent.parent
@@ -291,13 +305,16 @@ def test_the_handlers_import_from_the_zip_alone(packaged: Path, tmp_path: Path) 
 
 
 @pytest.fixture(scope="module")
-def stack(packaged: Path, template: dict[str, Any]) -> Iterator[dict[str, Any]]:
+def stack(packaged: Path, template: dict[str, Any], zip_path: Path) -> Iterator[dict[str, Any]]:
     """Deployed the way `serverless deploy` does it: the create template (the artifact bucket),
     the zip uploaded to its key, then the update template."""
     with pytest.MonkeyPatch.context() as patch:
         for name, value in AWS_ENV.items():
             patch.setenv(name, value)
-        with mock_aws():
+        with mock_aws(), warnings.catch_warnings():
+            # moto's CloudFormation skips the types it does not model (the HTTP API, the
+            # event invoke configs) with a warning; the template tests check those.
+            warnings.filterwarnings("ignore", message="Tried to parse AWS::", category=UserWarning)
             cloudformation = boto3.client("cloudformation")
             capabilities = ["CAPABILITY_IAM", "CAPABILITY_NAMED_IAM"]
             cloudformation.create_stack(
@@ -309,7 +326,7 @@ def stack(packaged: Path, template: dict[str, Any]) -> Iterator[dict[str, Any]]:
                 StackName=STACK, LogicalResourceId="ServerlessDeploymentBucket"
             )["StackResourceDetail"]["PhysicalResourceId"]
             key = function(template, "reap")["Code"]["S3Key"]
-            boto3.client("s3").put_object(Bucket=bucket, Key=key, Body=ZIP.read_bytes())
+            boto3.client("s3").put_object(Bucket=bucket, Key=key, Body=zip_path.read_bytes())
             cloudformation.update_stack(
                 StackName=STACK, TemplateBody=json.dumps(template), Capabilities=capabilities
             )
@@ -446,7 +463,7 @@ def test_durations_become_eventbridge_rates() -> None:
 def test_a_bad_schedule_fails_the_package_naming_the_variable(
     packaged: Path, tmp_path: Path
 ) -> None:
-    result = package(tmp_path / "bad", REAPER_REAP_EVERY="45s")
+    result = package(tmp_path / "bad", tmp_path / "build", REAPER_REAP_EVERY="45s")
     assert result.returncode != 0
     assert (
         "REAPER_REAP_EVERY: EventBridge schedules in whole minutes" in result.stdout + result.stderr

@@ -176,3 +176,18 @@ def test_a_configuration_error_is_503_not_an_exception(
     assert line["result"] == "config_error"
     assert line["error"].startswith("/reaper/test/REAPER_ADMIN_KEY:")
     assert "has spaces in it" not in json.dumps(line)
+
+
+def test_a_function_url_event_works_the_same(account: Account) -> None:
+    """A Lambda function URL sends payload 2.0 too (README: the alternative to the HTTP API)."""
+    event = http_event("POST", f"/ping/{PING_KEY}/via-url", body="hello")
+    event["requestContext"].update(
+        accountId="anonymous",
+        apiId="abcdefghijklmnopqrstuvwxyz",
+        domainName="abcdefghijklmnopqrstuvwxyz.lambda-url.us-east-1.on.aws",
+        domainPrefix="abcdefghijklmnopqrstuvwxyz",
+    )
+    event.update(pathParameters=None, stageVariables=None)
+    assert call(event)["statusCode"] == 200
+    monitor = account.store().get_monitor("via-url")
+    assert monitor is not None and monitor.last_message == "hello"

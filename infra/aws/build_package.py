@@ -1,6 +1,6 @@
 """Build the Lambda package: one zip for python3.12 on arm64 (Graviton).
 
-    python infra/aws/build_package.py [--out build/lambda]
+    python infra/aws/build_package.py [--out build/lambda]     (or REAPER_BUILD_DIR=...)
 
 serverless.yml runs this before it packages (infra/aws/reaper-plugin.js) and deploys the zip
 as every function's artifact, so `serverless package` and `serverless deploy` need no Docker and
@@ -10,8 +10,9 @@ while packaging). The zip holds, at its root:
 - the runtime dependencies of `infra/aws/requirements-lambda.txt` — wheels for
   `manylinux2014_aarch64` / CPython 3.12 fetched by pip with `--only-binary=:all:` (nothing is
   compiled here, so this machine's architecture does not matter); not uvicorn, not boto3 (the
-  Lambda runtime has it). They are fetched once and reused until the pins change, so later
-  builds work offline;
+  Lambda runtime has it). They are fetched once into `build/lambda-deps/<digest>/` and reused
+  until the pins change, so later builds work offline (and builds running at the same time
+  share the cache safely: each fetches into its own directory and renames it into place);
 - `reaper/` (without the provider emulators) and `handlers/`.
 
 When a CPython 3.12 is found, everything is byte-compiled for it (unchecked-hash .pyc: the
@@ -30,6 +31,7 @@ import os
 import shutil
 import subprocess
 import sys
+import tempfile
 import zipfile
 from collections.abc import Iterator
 from pathlib import Path
@@ -38,8 +40,8 @@ HERE = Path(__file__).resolve().parent
 ROOT = HERE.parent.parent
 REQUIREMENTS = HERE / "requirements-lambda.txt"
 DEFAULT_OUT = ROOT / "build" / "lambda"
+DEPS_CACHE = ROOT / "build" / "lambda-deps"
 ZIP_NAME = "reaper.zip"
-STAMP = ".deps-stamp"
 # The code that runs on Lambda; the emulators serve tests and `reaper demo` only.
 SOURCES = ("reaper", "handlers")
 LEFT_OUT = ("reaper/providers/emulator",)
@@ -92,26 +94,32 @@ def compile_for_312(tree: Path, interpreter: str | None) -> bool:
     return True
 
 
-def fetch_deps(deps: Path, interpreter: str | None) -> None:
-    """The dependency tree in `deps`, rebuilt only when the pins changed."""
-    stamp = deps / STAMP
-    want = deps_digest()
-    if stamp.is_file() and stamp.read_text().strip() == want:
-        return
-    staging = deps.with_name(deps.name + ".tmp")
-    shutil.rmtree(staging, ignore_errors=True)
-    command = [sys.executable, "-m", "pip", "install", "--quiet", "--disable-pip-version-check"]
-    command += ["--no-compile", "--target", str(staging), *PIP_TARGET, "-r", str(REQUIREMENTS)]
-    if subprocess.run(command, check=False).returncode != 0:  # noqa: S603 (argv list, no shell)
-        raise SystemExit(
-            "build_package: pip could not fetch the arm64 wheels; the first build needs the "
-            "package index, later ones reuse build/lambda/deps"
-        )
-    shutil.rmtree(staging / "bin", ignore_errors=True)  # console scripts: never run on Lambda
-    compile_for_312(staging, interpreter)
-    (staging / STAMP).write_text(want + "\n")
-    shutil.rmtree(deps, ignore_errors=True)
-    staging.rename(deps)
+def fetch_deps(interpreter: str | None) -> Path:
+    """The dependency tree for the current pins, fetched once per digest."""
+    deps = DEPS_CACHE / deps_digest()[:16]
+    if deps.is_dir():
+        return deps
+    DEPS_CACHE.mkdir(parents=True, exist_ok=True)
+    staging = Path(tempfile.mkdtemp(prefix=".fetch-", dir=DEPS_CACHE))
+    try:
+        command = [sys.executable, "-m", "pip", "install", "--quiet"]
+        command += ["--disable-pip-version-check", "--no-compile", "--target", str(staging)]
+        command += [*PIP_TARGET, "-r", str(REQUIREMENTS)]
+        if subprocess.run(command, check=False).returncode != 0:  # noqa: S603 (argv list)
+            raise SystemExit(
+                "build_package: pip could not fetch the arm64 wheels; the first build needs "
+                "the package index, later ones reuse build/lambda-deps"
+            )
+        shutil.rmtree(staging / "bin", ignore_errors=True)  # console scripts: never run here
+        compile_for_312(staging, interpreter)
+        try:
+            staging.rename(deps)
+        except OSError:
+            if not deps.is_dir():  # not another build finishing first: a real failure
+                raise
+    finally:
+        shutil.rmtree(staging, ignore_errors=True)
+    return deps
 
 
 def copy_sources(code: Path, interpreter: str | None) -> None:
@@ -129,19 +137,22 @@ def copy_sources(code: Path, interpreter: str | None) -> None:
 
 def files(tree: Path) -> Iterator[tuple[str, Path]]:
     for path in sorted(tree.rglob("*")):
-        if path.is_file() and path.name != STAMP:
+        if path.is_file():
             yield path.relative_to(tree).as_posix(), path
 
 
 def write_zip(target: Path, trees: list[Path]) -> None:
-    staging = target.with_name(target.name + ".tmp")
     entries = sorted(entry for tree in trees for entry in files(tree))
+    handle, name = tempfile.mkstemp(prefix=".zip-", dir=target.parent)
+    os.close(handle)
+    staging = Path(name)
     with zipfile.ZipFile(staging, "w", zipfile.ZIP_DEFLATED, compresslevel=9) as archive:
         for name, path in entries:
             info = zipfile.ZipInfo(name, FIXED_TIME)
             info.external_attr = (0o755 if os.access(path, os.X_OK) else 0o644) << 16
             info.compress_type = zipfile.ZIP_DEFLATED
             archive.writestr(info, path.read_bytes())
+    staging.chmod(0o644)
     staging.replace(target)
 
 
@@ -149,10 +160,10 @@ def build(out: Path) -> Path:
     """Build `out/reaper.zip` and return its path."""
     out.mkdir(parents=True, exist_ok=True)
     interpreter = python312()
-    fetch_deps(out / "deps", interpreter)
+    deps = fetch_deps(interpreter)
     copy_sources(out / "code", interpreter)
     target = out / ZIP_NAME
-    write_zip(target, [out / "deps", out / "code"])
+    write_zip(target, [deps, out / "code"])
     note = "byte-compiled for 3.12" if interpreter else "no python3.12 here: not byte-compiled"
     print(f"build_package: {target} ({note})", file=sys.stderr)
     return target
@@ -160,7 +171,8 @@ def build(out: Path) -> Path:
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=(__doc__ or "").splitlines()[0])
-    parser.add_argument("--out", type=Path, default=DEFAULT_OUT)
+    default = Path(os.environ.get("REAPER_BUILD_DIR") or DEFAULT_OUT)
+    parser.add_argument("--out", type=Path, default=default)
     args = parser.parse_args(argv)
     build(args.out.resolve())
     return 0

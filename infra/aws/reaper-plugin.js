@@ -80,7 +80,8 @@ class ReaperPlugin {
   buildPackage() {
     const serviceDir = this.serverless.serviceDir;
     const script = path.join(serviceDir, 'infra', 'aws', 'build_package.py');
-    const out = path.join(serviceDir, 'build', 'lambda');
+    // REAPER_BUILD_DIR: where the zip goes (serverless.yml reads the same variable).
+    const out = path.resolve(serviceDir, process.env.REAPER_BUILD_DIR || path.join('build', 'lambda'));
     const result = spawnSync(python(serviceDir), [script, '--out', out], {
       cwd: serviceDir,
       stdio: 'inherit',
