@@ -30,6 +30,12 @@ def register_secrets(values: list[str] | set[str] | tuple[str, ...]) -> None:
         _secrets.update(v for v in values if v and len(v) >= 4)
 
 
+def forget_secrets() -> None:
+    """Drop every registered secret (tests: one test's keys must not redact another's text)."""
+    with _lock:
+        _secrets.clear()
+
+
 def redact(text: str) -> str:
     for secret in sorted(_secrets, key=len, reverse=True):
         if secret in text:
