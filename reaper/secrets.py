@@ -38,6 +38,7 @@ SECRET_VARIABLES = (
     "REAPER_PING_KEY",
     "REAPER_ADMIN_KEY",
 )
+NOT_SECRET = frozenset({"TELEGRAM_CHAT_ID"})
 PROVIDER_KEYS = ("RUNPOD_API_KEY", "VAST_API_KEY")
 # The environment variable (set by serverless.yml) naming the parameter path.
 PREFIX_VARIABLE = "REAPER_SSM_PREFIX"
@@ -170,7 +171,8 @@ def lambda_settings(
             "set at least one (SecureString parameter)",
         )
     # Register before validating: a malformed key must not leak through a later log line.
-    log.register_secrets(list(secrets.values()))
+    # (The chat id travels with its token but is not secret; redacting it would garble logs.)
+    log.register_secrets([v for k, v in secrets.items() if k not in NOT_SECRET])
     try:
         settings = load_settings({**env, **secrets}, dotenv=None)
     except ConfigError as error:

@@ -21,7 +21,7 @@ from moto import mock_aws
 
 from handlers import http as http_handler
 from handlers import runtime
-from reaper import secrets
+from reaper import log, secrets
 from reaper.store import dynamodb
 from reaper.store.dynamodb import DynamoDBStore, create_table
 
@@ -108,6 +108,8 @@ def aws_account(monkeypatch: pytest.MonkeyPatch) -> Iterator[Account]:
         monkeypatch.setenv(name, value)
     monkeypatch.setenv("AWS_LAMBDA_FUNCTION_NAME", "reaper-test")
     # load_settings reads no .env on Lambda (dotenv=None); the working directory stays clean.
+    # Secrets registered for redaction stay with this test (the registry is process-wide).
+    monkeypatch.setattr(log, "_secrets", set(log._secrets))
     # The functions make their own clients on AWS; here they share the run's (see `client`).
     monkeypatch.setattr(dynamodb, "make_client", lambda region=None: client("dynamodb"))
     monkeypatch.setattr(secrets, "make_client", lambda: client("ssm"))

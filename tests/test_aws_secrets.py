@@ -63,6 +63,7 @@ def test_settings_come_from_secure_strings(account: Account) -> None:
     assert settings.ping_key == PING_KEY
     assert settings.telegram_bot_token == "123456:ABCdef_ghi"
     assert settings.mode == "observe", "non-secret settings come from the plain environment"
+    assert log.redact(f"key {RUNPOD_KEY} chat -1001234") == "key [redacted] chat -1001234"
     assert settings.state.location == "t-1"
 
 
