@@ -101,7 +101,8 @@ def serve_jobs(
     clock: Clock,
     clients: Sequence[ProviderClient],
 ) -> list[Job]:
-    """The watch schedule always; the reap schedule only when a provider key is set."""
+    """The watch schedule always; the reap schedule and the daily digest only when a provider
+    key is set (the digest reports on the providers' spend and balances)."""
     listening_since = clock.now()
 
     async def watch() -> None:
@@ -115,7 +116,14 @@ def serve_jobs(
 
             await reap_once(settings, store, notifier, clock)
 
+        async def digest() -> None:
+            from reaper.guards import digest_once
+
+            # digest_once sends at most one digest a day, so a restart does not send another.
+            await digest_once(settings, store, notifier, clock, clients=clients)
+
         jobs.append(Job("reap", settings.reap_every, reap))
+        jobs.append(Job("digest", timedelta(days=1), digest))
     return jobs
 
 

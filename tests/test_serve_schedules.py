@@ -87,4 +87,5 @@ def test_serve_jobs_reap_only_with_provider_keys(tmp_path: Path) -> None:
     assert [(j.name, j.every) for j in jobs] == [
         ("watch", keyed.watch_every),
         ("reap", keyed.reap_every),
+        ("digest", timedelta(days=1)),
     ]
