@@ -9,8 +9,9 @@ Bodies arrive as text or base64; the adapter keeps at most MAX_BODY + 1 bytes of
 all the core needs to answer 413. The `App` (settings, store, notifier, in-memory rate limits)
 lives as long as the warm container and is rebuilt when the settings change (a rotated secret).
 
-This module imports no provider client: a ping only touches the store (and the channels, for
-/alert). bench/lambda.py measures what it imports.
+A ping only touches the store (and /alert the channels), so this module imports no provider
+client itself; bench/lambda.py measures what the import pulls in all the same (today
+`reaper.providers.base` runs `reaper/providers/__init__.py`, which imports both clients).
 """
 
 from __future__ import annotations

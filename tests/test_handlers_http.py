@@ -191,3 +191,19 @@ def test_a_function_url_event_works_the_same(account: Account) -> None:
     assert call(event)["statusCode"] == 200
     monitor = account.store().get_monitor("via-url")
     assert monitor is not None and monitor.last_message == "hello"
+
+
+@pytest.mark.parametrize(("provider_key", "retired"), [(True, False), (False, True)])
+def test_bye_of_a_provider_host_waits_for_the_provider(
+    account: Account, provider_key: bool, retired: bool
+) -> None:
+    """The HTTP function reads the provider keys too: with a RunPod key configured, a `bye`
+    from runpod-<id> only marks the monitor (the watch pass retires it once RunPod shows the
+    pod gone), so a leaked ping key cannot silence another pod's watchdog."""
+    if provider_key:
+        account.put_secret("RUNPOD_API_KEY", "main=rp-key-for-bye-0123456789")
+    call(http_event("GET", f"/ping/{PING_KEY}/runpod-abc123"))
+    assert call(http_event("POST", f"/ping/{PING_KEY}/runpod-abc123/bye"))["statusCode"] == 200
+    monitor = account.store().get_monitor("runpod-abc123")
+    assert monitor is not None and monitor.bye_at is not None
+    assert (monitor.status == "retired") is retired
