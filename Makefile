@@ -3,6 +3,9 @@ PYTHON ?= python3
 VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
+# The Serverless Framework CLI (osls, from npm with the committed lock file) packages and checks
+# the AWS deployment offline in `make test`.
+NODE_STAMP := node_modules/.installed
 
 .PHONY: test demo bench lint typecheck clean
 
@@ -12,14 +15,18 @@ $(STAMP): requirements.txt requirements-dev.txt pyproject.toml
 	$(BIN)/pip install --quiet --disable-pip-version-check --no-deps -e .
 	touch $(STAMP)
 
+$(NODE_STAMP): package.json package-lock.json
+	@if command -v npm >/dev/null 2>&1; then npm ci --no-audit --no-fund --loglevel=error && touch $(NODE_STAMP); \
+	else echo "npm not found: tests/test_aws_package.py will be skipped"; fi
+
 lint: $(STAMP)
-	$(BIN)/ruff check reaper handlers tests bench tasks.py
-	$(BIN)/ruff format --check reaper handlers tests bench tasks.py
+	$(BIN)/ruff check reaper handlers tests bench tasks.py infra/aws
+	$(BIN)/ruff format --check reaper handlers tests bench tasks.py infra/aws
 
 typecheck: $(STAMP)
 	$(BIN)/mypy reaper handlers
 
-test: lint typecheck
+test: lint typecheck $(NODE_STAMP)
 	$(BIN)/pytest
 
 demo: $(STAMP)
@@ -29,4 +36,4 @@ bench: $(STAMP)
 	$(BIN)/python -m bench
 
 clean:
-	rm -rf $(VENV) .pytest_cache .mypy_cache .ruff_cache .hypothesis
+	rm -rf $(VENV) .pytest_cache .mypy_cache .ruff_cache .hypothesis node_modules build .serverless

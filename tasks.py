@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-import shutil
 import sys
+from pathlib import Path
 
 from invoke import task
 from invoke.context import Context
@@ -22,6 +22,9 @@ def reap(c: Context, dry_run: bool = False, json: bool = False) -> None:
 
 @task(help={"stage": "serverless stage (default: prod)"})
 def deploy(c: Context, stage: str = "prod") -> None:
-    """Deploy to AWS with the Serverless Framework (see README "Deploy on AWS")."""
-    binary = shutil.which("serverless") or shutil.which("sls") or "node_modules/.bin/serverless"
-    c.run(f"{binary} deploy --stage {stage}", pty=False)
+    """Deploy to AWS with the project's own Serverless Framework CLI (osls, from the committed
+    npm lock file), never a global `serverless` that may be another major version."""
+    binary = "node_modules/.bin/serverless"
+    if not Path(binary).exists():
+        c.run("npm ci --no-audit --no-fund", pty=False)
+    c.run(f"{binary} deploy --stage {stage}", pty=False, env={"REAPER_PYTHON": sys.executable})

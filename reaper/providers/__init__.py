@@ -2,19 +2,43 @@
 
 `make_clients(settings)` is the one place the reap pass and the watcher get their clients
 from: one per configured account of each provider, all sharing the same `HttpOptions`.
+
+The clients are imported on first use, not with the package: the Lambda HTTP handler reaches
+`reaper.providers.base` through the heartbeat and must not pay for client code it never runs.
 """
 
 from __future__ import annotations
 
+from importlib import import_module
+from typing import TYPE_CHECKING, Any
+
 from reaper.config import Settings
 from reaper.providers.base import ProviderClient, ProviderError, TerminateOutcome
-from reaper.providers.http import HttpOptions
-from reaper.providers.runpod import RunPodClient
-from reaper.providers.vast import VastClient
+
+if TYPE_CHECKING:
+    from reaper.providers.http import HttpOptions
+    from reaper.providers.runpod import RunPodClient
+    from reaper.providers.vast import VastClient
+
+_LAZY = {
+    "HttpOptions": "reaper.providers.http",
+    "RunPodClient": "reaper.providers.runpod",
+    "VastClient": "reaper.providers.vast",
+}
+
+
+def __getattr__(name: str) -> Any:
+    if name in _LAZY:
+        return getattr(import_module(_LAZY[name]), name)
+    raise AttributeError(f"module 'reaper.providers' has no attribute {name!r}")
 
 
 def make_clients(settings: Settings, options: HttpOptions | None = None) -> list[ProviderClient]:
     """One client per configured account, RunPod accounts first. Callers `aclose()` them."""
+    from reaper.providers.http import HttpOptions
+    from reaper.providers.runpod import RunPodClient
+    from reaper.providers.vast import VastClient
+
     options = options or HttpOptions()
     clients: list[ProviderClient] = [
         RunPodClient(account, settings.runpod_api_url, settings.runpod_graphql_url, options)
