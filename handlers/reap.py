@@ -17,10 +17,8 @@ from dataclasses import dataclass
 from typing import Any
 
 from handlers import runtime
-from reaper.clock import SystemClock
-from reaper.config import ConfigError, Settings
-from reaper.reap import ReapReport, reap_pass
-from reaper.store.base import Store
+from reaper.config import ConfigError
+from reaper.reap import run_pass
 
 FUNCTION = "reap"
 MANUAL_KEYS = frozenset({"dry_run", "max_terminations"})
@@ -52,29 +50,6 @@ def parse_event(event: object) -> ReapRequest:
     return ReapRequest(dry_run=dry_run, max_terminations=cap)
 
 
-async def run(settings: Settings, store: Store, request: ReapRequest) -> ReapReport:
-    """The pass, with the clients and notifier `reaper reap` would use (a dry run alerts no
-    one), clients closed whatever happens."""
-    from reaper.notify import make_notifier
-    from reaper.notify.base import Notifier, RecordingNotifier
-    from reaper.providers import make_clients
-
-    notifier: Notifier = RecordingNotifier() if request.dry_run else make_notifier(settings)
-    clients = make_clients(settings)
-    try:
-        return await reap_pass(
-            settings,
-            store,
-            clients,
-            notifier,
-            SystemClock(),
-            dry_run=request.dry_run,
-            max_terminations=request.max_terminations,
-        )
-    finally:
-        await asyncio.gather(*(client.aclose() for client in clients), return_exceptions=True)
-
-
 def handler(event: object, context: object = None) -> dict[str, Any]:
     try:
         request = parse_event(event)
@@ -85,5 +60,12 @@ def handler(event: object, context: object = None) -> dict[str, Any]:
     except ConfigError as error:
         return runtime.config_error(FUNCTION, error)
     store = runtime.store(settings, read_only=request.dry_run)
-    report = asyncio.run(run(settings, store, request))
+    report = asyncio.run(
+        run_pass(
+            settings,
+            store,
+            dry_run=request.dry_run,
+            max_terminations=request.max_terminations,
+        )
+    )
     return {"ok": report.exit_code == 0, **report.to_json()}

@@ -503,17 +503,43 @@ async def reap_pass(
             store.release_lease(LEASE_NAME, owner)
 
 
-async def reap_once(settings: Settings, store: Store, notifier: Notifier, clock: Clock) -> int:
-    """A scheduled pass (`serve`, Lambda): builds the clients, runs, closes them. Never raises
-    for an expected outcome: the exit code says what happened."""
+async def run_pass(
+    settings: Settings,
+    store: Store,
+    *,
+    dry_run: bool = False,
+    max_terminations: int | None = None,
+    notifier: Notifier | None = None,
+    clock: Clock | None = None,
+) -> ReapReport:
+    """One pass as the CLI, `serve` and Lambda run it: clients and notifier from the settings
+    (a dry run alerts no one), the clients closed whatever happens."""
+    from reaper.notify import make_notifier
+    from reaper.notify.base import RecordingNotifier
     from reaper.providers import make_clients
 
+    if notifier is None:
+        notifier = RecordingNotifier() if dry_run else make_notifier(settings)
     clients = make_clients(settings)
     try:
-        report = await reap_pass(settings, store, clients, notifier, clock)
-        return report.exit_code
+        return await reap_pass(
+            settings,
+            store,
+            clients,
+            notifier,
+            clock or SystemClock(),
+            dry_run=dry_run,
+            max_terminations=max_terminations,
+        )
     finally:
         await asyncio.gather(*(c.aclose() for c in clients), return_exceptions=True)
+
+
+async def reap_once(settings: Settings, store: Store, notifier: Notifier, clock: Clock) -> int:
+    """A scheduled pass (`serve`). Never raises for an expected outcome: the exit code says
+    what happened."""
+    report = await run_pass(settings, store, notifier=notifier, clock=clock)
+    return report.exit_code
 
 
 # --- the command line ---------------------------------------------------------------------
@@ -582,32 +608,14 @@ def render_table(report: ReapReport, settings: Settings) -> str:
 def reap_command(
     settings: Settings, *, dry_run: bool, json_output: bool, max_terminations: int | None
 ) -> int:
-    from reaper.notify import make_notifier
-    from reaper.notify.base import RecordingNotifier
-    from reaper.providers import make_clients
     from reaper.store import open_store
 
     settings.require_provider_keys()
     store = open_store(settings.state, read_only=dry_run)
-    notifier: Notifier = RecordingNotifier() if dry_run else make_notifier(settings)
-    clients = make_clients(settings)
-
-    async def run() -> ReapReport:
-        try:
-            return await reap_pass(
-                settings,
-                store,
-                clients,
-                notifier,
-                SystemClock(),
-                dry_run=dry_run,
-                max_terminations=max_terminations,
-            )
-        finally:
-            await asyncio.gather(*(c.aclose() for c in clients), return_exceptions=True)
-
     try:
-        report = asyncio.run(run())
+        report = asyncio.run(
+            run_pass(settings, store, dry_run=dry_run, max_terminations=max_terminations)
+        )
     finally:
         store.close()
     if report.lease_taken:
