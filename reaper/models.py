@@ -119,13 +119,15 @@ class ClockChange(BaseModel):
     """A change to the stopped clock that the reap pass must record.
 
     `start`: first seen stopped now; `reset`: running or starting again, which also voids the
-    stretch's warnings.
+    stretch's warnings; `restart`: stopped again after a start that no pass saw (the provider's
+    start time is newer than the stretch), so the old stretch and its warnings end and a new
+    one starts now.
     """
 
     model_config = ConfigDict(frozen=True)
 
     key: str
-    change: Literal["start", "reset"]
+    change: Literal["start", "reset", "restart"]
     at: datetime
 
 

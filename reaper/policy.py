@@ -6,7 +6,8 @@ DESIGN.md hold for every one. The reap pass does the listing, the recording and 
 
 The rules, in the order they are applied to each instance:
 1. The stopped clock. Running or starting resets it (and voids the stretch's warnings); stopped
-   starts it at first sight; everything else (unknown, ERROR, frozen, offline...) keeps it as it is.
+   starts it at first sight, and starts it anew when the provider's start time shows a restart
+   between two passes; everything else (unknown, ERROR, frozen, offline...) keeps it as it is.
 2. Only a stopped instance can be acted on. Everything else is left alone ("can't read it →
    assume busy").
 3. Protected (the marker in its name/label, RunPod `locked`, `reaper keep`) → `protect`.
@@ -63,6 +64,10 @@ def _clock(
     if inst.state == "stopped":
         if recorded is None:
             return now, ClockChange(key=inst.key, change="start", at=now)
+        if inst.started_at is not None and inst.started_at > recorded:
+            # Started and stopped again between two passes: a restart the reaper never saw
+            # running still voids the old stretch's warnings (the user may have rescued data).
+            return now, ClockChange(key=inst.key, change="restart", at=now)
         return recorded, None
     # unknown, terminated: keep whatever is recorded, change nothing.
     return recorded, None

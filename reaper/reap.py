@@ -36,7 +36,7 @@ from reaper.models import (
 from reaper.notify import messages
 from reaper.notify.base import Notifier
 from reaper.policy import decide
-from reaper.providers.base import ProviderClient, ProviderError
+from reaper.providers.base import UNREADABLE_ID_PREFIX, ProviderClient, ProviderError
 from reaper.store.base import Store
 from reaper.table import format_table
 
@@ -91,6 +91,8 @@ class ReapReport:
     errors: list[AccountError] = field(default_factory=list)
     cap_exceeded: bool = False
     lease_taken: bool = False
+    # The pass ran past its lease and another took it: it stopped acting (needs attention).
+    lease_lost: bool = False
     # The money guards' findings (leaks, balances) of this pass; None when they did not run.
     guards: GuardReport | None = None
 
@@ -98,6 +100,8 @@ class ReapReport:
     def exit_code(self) -> int:
         """1 when something needs a human: a provider failed, a termination is unconfirmed, or
         the cap held terminations back."""
+        if self.lease_lost:
+            return 1
         if self.lease_taken:
             return 0
         unconfirmed = any(
@@ -130,6 +134,7 @@ class ReapReport:
             "errors": [e.model_dump() for e in self.errors],
             "cap_exceeded": self.cap_exceeded,
             "lease_taken": self.lease_taken,
+            "lease_lost": self.lease_lost,
             "exit_code": self.exit_code,
             "guards": self.guards.to_json() if self.guards else None,
         }
@@ -168,8 +173,18 @@ class _Pass:
     dry_run: bool
     confirm: ConfirmOptions
     sleep: Sleep
+    # When the pass began: the "now" of every decision and of the warnings it records.
+    started: datetime
+    lease_owner: str | None
     # The first listing of this pass (complete accounts only), for confirmation witnesses.
     fleet: list[Instance] = field(default_factory=list)
+
+    def still_leased(self) -> bool:
+        """Renew the lease; False if another pass took it (this one ran past its TTL). A pass
+        that lost its lease stops acting: two passes must never terminate side by side."""
+        if self.lease_owner is None:
+            return True
+        return self.store.acquire_lease(LEASE_NAME, self.lease_owner, self.clock.now(), LEASE_TTL)
 
     async def alert(self, alert: Any) -> bool:
         """Send unless this is a dry run; True if at least one channel took it."""
@@ -234,7 +249,8 @@ class _Pass:
             return _result(
                 decision, reason=f"{decision.reason} (warning not delivered; retried next pass)"
             )
-        recorded = self.store.record_warning(inst.key, self.clock.now())
+        # At the pass's own time: the deadline the warning announced was computed from it.
+        recorded = self.store.record_warning(inst.key, self.started)
         log.event(
             "warn",
             provider=inst.provider,
@@ -325,6 +341,8 @@ class _Pass:
         for attempt in range(self.confirm.attempts):
             if delay > 0:
                 await self.sleep(delay)
+            if not self.still_leased():
+                break
             delay = min(self.confirm.backoff * 2**attempt, self.confirm.max_delay)
             try:
                 listed = await self._relist(client, pending)
@@ -335,6 +353,12 @@ class _Pass:
                     account=client.account,
                     result="list_failed",
                     error=_error_text(exc),
+                )
+                continue
+            if any(i.startswith(UNREADABLE_ID_PREFIX) for i in listed):
+                # Something is listed whose id cannot be read: it may be one of ours.
+                log.event(
+                    "confirm", provider=client.provider, account=client.account, result="unreadable"
                 )
                 continue
             for instance_id in list(pending):
@@ -424,19 +448,32 @@ async def reap_pass(
         log.event("reap", result="lease_taken")
         return report
     run = _Pass(
-        settings, store, clients, notifier, clock, dry_run, confirm or ConfirmOptions(), sleep
+        settings,
+        store,
+        clients,
+        notifier,
+        clock,
+        dry_run,
+        confirm or ConfirmOptions(),
+        sleep,
+        started=now,
+        lease_owner=None if dry_run else owner,
     )
     try:
         fleet = run.fleet = await run.list_all(report)
         plan = decide(fleet, store.history(), now, settings, max_terminations=max_terminations)
         report.instances = plan.instances
         report.cap_exceeded = plan.cap_exceeded
+        if not run.still_leased():
+            report.lease_lost = True
+            log.event("reap", result="lease_lost", phase="after listing")
+            return report
         if not dry_run:
             for change in plan.clock_changes:
-                if change.change == "start":
-                    store.start_stopped_clock(change.key, change.at)
-                else:
+                if change.change in ("reset", "restart"):
                     store.reset_stopped_clock(change.key)
+                if change.change in ("start", "restart"):
+                    store.start_stopped_clock(change.key, change.at)
 
         # The money guards reuse this listing and run beside the actions: they only alert, never
         # act, and never fail a pass.
@@ -465,6 +502,10 @@ async def reap_pass(
             cap = settings.max_terminations if max_terminations is None else max_terminations
             held = [d.instance for d in plan.decisions if d.action == "hold"]
             await run.alert(messages.cap_exceeded(plan.due_count, cap, held))
+        if due and not run.still_leased():
+            report.lease_lost = True
+            log.event("reap", result="lease_lost", phase="before terminating")
+            due = []
         if due:
             report.actions += [_result(d) for d in due] if dry_run else await run.terminate_all(due)
 

@@ -44,10 +44,13 @@ class World:
         dry_run: bool = False,
         settings: Settings | None = None,
         notifier: Notifier | None = None,
+        store: SQLiteStore | None = None,
         **kwargs: Any,
     ) -> ReapReport:
+        """One pass; with `store`, on that store (left open for the caller)."""
         settings = settings or self.settings
-        store = self.store(read_only=dry_run)
+        own_store = store is None
+        store = store or self.store(read_only=dry_run)
 
         async def go() -> ReapReport:
             clients = make_clients(settings, FAST_HTTP)
@@ -68,7 +71,8 @@ class World:
         try:
             return asyncio.run(go())
         finally:
-            store.close()
+            if own_store:
+                store.close()
 
     def advance(self, hours: float) -> None:
         self.clock.advance(timedelta(hours=hours))

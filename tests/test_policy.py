@@ -262,3 +262,19 @@ def test_the_policy_is_deterministic_and_does_not_mutate_its_inputs() -> None:
     before = h.model_dump()
     assert decide(fleet, h, NOW, SETTINGS) == decide(fleet, h, NOW, SETTINGS)
     assert h.model_dump() == before
+
+
+def test_a_restart_between_two_passes_starts_a_new_stretch_and_voids_the_warning() -> None:
+    # Warned an hour ago; since then the provider saw it start (the reaper did not) and stop.
+    h = history(stopped={"runpod:p1": NOW - 30 * H}, warned={"runpod:p1": NOW - H})
+    plan = decide([pod(started_at=NOW - timedelta(minutes=40))], h, NOW, SETTINGS)
+    assert plan.decisions == []
+    assert [(c.change, c.at) for c in plan.clock_changes] == [("restart", NOW)]
+    assert plan.instances[0].stopped_since == NOW
+
+
+def test_a_start_before_the_stretch_is_not_a_restart() -> None:
+    h = history(stopped={"runpod:p1": NOW - 30 * H}, warned={"runpod:p1": NOW - 2 * H})
+    plan = decide([pod(started_at=NOW - 40 * H)], h, NOW, SETTINGS)
+    assert plan.clock_changes == []
+    assert only(plan.decisions).action == "terminate"

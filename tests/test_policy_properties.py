@@ -44,6 +44,7 @@ def instances(draw: st.DrawFn) -> Instance:
         raw_status=draw(st.sampled_from(RAW[provider])),
         locked=provider == "runpod" and draw(st.booleans()),
         cluster_id=draw(st.sampled_from([None, None, "c1"])) if provider == "runpod" else None,
+        started_at=draw(st.none() | offsets.map(lambda o: NOW - o)),
     )
 
 
@@ -126,6 +127,10 @@ def test_decisions_and_clock_changes_follow_the_states(
         state = by_key[change.key].state
         if change.change == "reset":
             assert state in ("running", "starting")
+        elif change.change == "restart":
+            started = by_key[change.key].started_at
+            assert state == "stopped" and started is not None
+            assert started > history.first_seen_stopped[change.key]
         else:
             assert state == "stopped" and change.key not in history.first_seen_stopped
 

@@ -172,3 +172,24 @@ def test_invoke_reap_dry_run_does_what_reaper_reap_dry_run_does(tmp_path: Path) 
         assert invoked.stdout.splitlines()[1:] == direct.stdout.splitlines()[1:]
         assert "seen-by-both" in invoked.stdout and "dry run" in invoked.stdout
         assert not w.state_path.exists() and w.runpod.mutations == []
+
+
+def test_a_state_file_that_is_not_a_database_is_a_config_error(tmp_path: Path) -> None:
+    with world(tmp_path) as w:
+        w.state_path.parent.mkdir(parents=True)
+        w.state_path.write_bytes(b"\x89this is not sqlite" * 20)
+        for command in (["reap"], ["audit"], ["keep", "runpod:abc"]):
+            result = cli(w, *command)
+            assert result.returncode == 2, (command, result.stderr)
+            assert "Traceback" not in result.stderr
+            (line,) = result.stderr.strip().splitlines()
+            assert "REAPER_STATE" in line
+
+
+def test_a_state_path_that_cannot_be_created_is_a_config_error(tmp_path: Path) -> None:
+    with world(tmp_path) as w:
+        blocker = tmp_path / "blocker"
+        blocker.write_text("a file, not a directory")
+        result = cli(w, "reap", extra_env={"REAPER_STATE": f"sqlite:///{blocker}/state.db"})
+        assert result.returncode == 2 and "Traceback" not in result.stderr
+        assert "REAPER_STATE" in result.stderr

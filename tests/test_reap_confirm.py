@@ -8,8 +8,8 @@ from pathlib import Path
 
 from reaper.models import Instance
 from reaper.providers import make_clients
-from reaper.providers.base import ProviderClient
-from reaper.reap import reap_pass
+from reaper.providers.base import ProviderClient, TerminateOutcome
+from reaper.reap import ReapReport, reap_pass
 from tests.reap_support import FAST_CONFIRM, FAST_HTTP, World, action_of, world
 
 
@@ -90,3 +90,52 @@ def test_with_no_witness_the_whole_account_is_relisted(tmp_path: Path) -> None:
         report = w.run()
         assert all(a.confirmed for a in report.actions) and len(report.actions) == len(due)
         assert not any("select_filters" in r.query for r in w.vast.requests)
+
+
+class IdUnreadableAfterDelete:
+    """The delete is acknowledged, the pod stays listed, and its id can no longer be read."""
+
+    def __init__(self, inner: ProviderClient, w: World) -> None:
+        self.inner, self.w = inner, w
+        self.provider, self.account = inner.provider, inner.account
+
+    async def list_instances(self, only_ids: Collection[str] | None = None) -> list[Instance]:
+        return await self.inner.list_instances(only_ids)
+
+    async def terminate(self, instance_id: str) -> TerminateOutcome:
+        outcome = await self.inner.terminate(instance_id)
+        self.w.runpod.modify_pod(instance_id, id=None)
+        return outcome
+
+    def __getattr__(self, name: str) -> object:
+        return getattr(self.inner, name)
+
+
+def test_an_unidentifiable_instance_in_the_relist_proves_nothing(tmp_path: Path) -> None:
+    with world(tmp_path) as w:
+        w.runpod.delete_never_confirms = True
+        pod = w.runpod.add_pod(status="EXITED", name="still-here")
+        w.run()
+        w.advance(23)
+        w.run()
+        w.advance(1)
+        store = w.store()
+
+        async def go() -> ReapReport:
+            clients: list[ProviderClient] = [
+                IdUnreadableAfterDelete(c, w) if c.provider == "runpod" else c  # type: ignore[misc]
+                for c in make_clients(w.settings, FAST_HTTP)
+            ]
+            try:
+                return await reap_pass(
+                    w.settings, store, clients, w.notifier, w.clock, confirm=FAST_CONFIRM
+                )
+            finally:
+                await asyncio.gather(*(c.aclose() for c in clients))
+
+        report = asyncio.run(go())
+        store.close()
+        assert w.runpod.pod(pod) is not None
+        (action,) = report.actions
+        assert (action.id, action.done, action.confirmed) == (pod, True, False)
+        assert report.exit_code == 1

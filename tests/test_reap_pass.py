@@ -5,9 +5,11 @@ from __future__ import annotations
 import threading
 import time
 from dataclasses import replace
+from datetime import datetime, timedelta
 from pathlib import Path
 
-from reaper.models import Alert, Delivery
+from reaper.clock import FakeClock, iso
+from reaper.models import Alert, Delivery, History
 from tests.reap_support import action_of, world
 
 
@@ -326,3 +328,67 @@ def test_the_pass_lists_providers_concurrently(tmp_path: Path) -> None:
         elapsed = time.perf_counter() - started
         # One after the other would take at least 2 s; side by side, about 1 s.
         assert elapsed < 1.8, elapsed
+
+
+def test_a_restart_no_pass_saw_voids_the_warning(tmp_path: Path) -> None:
+    with world(tmp_path) as w:
+        pod = w.runpod.add_pod(status="EXITED", name="data")
+        w.run()
+        w.advance(23)
+        assert action_of(w.run(), pod) == "warn"
+        # Between passes the user starts it (RunPod records startedAt) and stops it again.
+        w.runpod.set_status(pod, "RUNNING")
+        w.runpod.modify_pod(pod, startedAt=iso(w.clock.now() + timedelta(minutes=20)))
+        w.runpod.set_status(pod, "EXITED")
+        w.advance(1)
+        report = w.run()
+        assert action_of(report, pod) is None
+        assert next(i for i in report.instances if i.id == pod).stopped_since == w.clock.now()
+        assert w.runpod.mutations == []
+
+
+class TickingClock(FakeClock):
+    """Like a real clock, time moves while a pass runs: every read is one second later."""
+
+    def now(self) -> datetime:
+        moment = super().now()
+        self.advance(timedelta(seconds=1))
+        return moment
+
+
+def test_the_termination_happens_at_the_deadline_the_warning_announced(tmp_path: Path) -> None:
+    with world(tmp_path) as w:
+        w.clock = TickingClock(w.clock.now())
+        pod = w.runpod.add_pod(status="EXITED")
+        w.run()
+        start = w.clock.now()
+        w.clock.set(start + timedelta(hours=23))
+        assert action_of(w.run(), pod) == "warn"
+        w.clock.set(start + timedelta(hours=24))
+        assert action_of(w.run(), pod) == "terminate"
+
+
+def test_a_pass_that_lost_its_lease_stops_acting(tmp_path: Path) -> None:
+    from reaper.reap import LEASE_NAME, LEASE_TTL
+
+    with world(tmp_path) as w:
+        pod = w.runpod.add_pod(status="EXITED")
+        w.run()
+        w.advance(23)
+        w.run()
+        w.advance(1)
+        store = w.store()
+        read_history = store.history
+
+        def history_after_another_pass_took_the_lease() -> History:
+            # As if this pass ran past its TTL while listing and a later pass took the lease.
+            later = w.clock.now() + LEASE_TTL
+            assert store.acquire_lease(LEASE_NAME, "a-later-pass", later, LEASE_TTL)
+            return read_history()
+
+        store.history = history_after_another_pass_took_the_lease  # type: ignore[method-assign]
+        report = w.run(store=store)
+        store.close()
+        assert report.lease_lost and report.exit_code == 1
+        assert action_of(report, pod) is None
+        assert w.runpod.mutations == []

@@ -14,6 +14,10 @@ from reaper.models import Balance, Instance, ProviderName, Volume
 
 TerminateOutcome = Literal["deleted", "not_found"]
 
+# The id a client gives an instance whose own id it could not read: such an instance is listed
+# (as unknown, never reaped), and a re-list holding one proves nothing about what is gone.
+UNREADABLE_ID_PREFIX = "unreadable-"
+
 
 class ProviderError(Exception):
     """A provider call failed for good (after retries). The message never holds a key."""
