@@ -169,10 +169,12 @@ def parse_retry_after(value: str | None, now: datetime | None = None) -> float |
 
 
 def summarise_error(body: bytes) -> str:
-    """A one-line reason from an error body, whichever provider shape it has.
+    """A one-line reason from an error body, whichever provider shape it has, uncut.
 
     RunPod errors are RFC 9457 `{title, status, detail}`; Vast's are `{success, error, msg}`,
-    sometimes `{detail}` or plain text ("API requests too frequent").
+    sometimes `{detail}` or plain text ("API requests too frequent"). It is not shortened
+    here: a key the provider echoes must be scrubbed whole first (`Requester.reason`), or a cut
+    through the key would leave its prefix unmatched.
     """
     text = body.decode("utf-8", "replace").strip()
     try:
@@ -185,8 +187,7 @@ def summarise_error(body: bytes) -> str:
         ]
         if parts:
             text = ": ".join(parts)
-    line = " ".join(text.split())
-    return line[:_SUMMARY_LIMIT]
+    return " ".join(text.split())
 
 
 @functools.cache
@@ -231,9 +232,13 @@ class Requester:
     def scrub(self, text: str) -> str:
         return log.redact(text.replace(self._key, log.REDACTED)) if self._key else text
 
+    def reason(self, body: bytes) -> str:
+        """The error body's reason, scrubbed and only then cut to a line's length."""
+        return self.scrub(summarise_error(body))[:_SUMMARY_LIMIT]
+
     def failure(self, reply: Reply, what: str) -> ProviderError:
         """The error for an answer the caller did not expect."""
-        reason = summarise_error(reply.body)
+        reason = self.reason(reply.body)
         detail = f" ({reason})" if reason else ""
         return self.error(
             f"{what}: {reply.method} {reply.path} answered HTTP {reply.status}{detail}"
@@ -276,7 +281,7 @@ class Requester:
                     self.stats.throttled += 1
                     self.limit.throttled()
                 retry_after = parse_retry_after(response.headers.get("Retry-After"))
-                reason = summarise_error(body)
+                reason = self.reason(body)
                 last_problem = f"HTTP {reply.status}" + (f" ({reason})" if reason else "")
             if attempt == self.options.max_attempts:
                 break
