@@ -345,5 +345,8 @@ def _check_relations(settings: Settings) -> None:
         raise ConfigError(
             "REAPER_WARN_BEFORE", "must be less than REAPER_STOPPED_TTL (the warning comes first)"
         )
+    if settings.ping_key and settings.ping_key == settings.admin_key:
+        # Instances hold the ping key; a shared value would let any instance host read /status.
+        raise ConfigError("REAPER_ADMIN_KEY", "must differ from REAPER_PING_KEY")
     if not settings.protect_marker:
         raise ConfigError("REAPER_PROTECT", "expected a non-empty marker such as reaper:keep")

@@ -121,6 +121,10 @@ def test_account_keys_never_show_in_reprs() -> None:
         ({"RUNPOD_API_URL": "not a url"}, "RUNPOD_API_URL"),
         ({"RUNPOD_GRAPHQL_URL": "http://"}, "RUNPOD_GRAPHQL_URL"),
         ({"VAST_API_URL": "console.vast.ai"}, "VAST_API_URL"),
+        (
+            {"REAPER_PING_KEY": "same-key-1234", "REAPER_ADMIN_KEY": "same-key-1234"},
+            "REAPER_ADMIN_KEY",
+        ),
     ],
 )
 def test_every_error_names_its_variable(env: dict[str, str], variable: str) -> None:
