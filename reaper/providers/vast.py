@@ -14,7 +14,7 @@ from collections.abc import Collection
 from typing import Any
 
 import httpx
-from pydantic import BaseModel, ConfigDict
+from pydantic import BaseModel, ConfigDict, StrictInt, StrictStr
 
 from reaper.config import Account
 from reaper.models import Balance, Instance, ProviderName, State, Volume
@@ -65,9 +65,13 @@ class _Lenient(BaseModel):
 
 class RawVastInstance(_Lenient):
     """The fields of a Vast instance reaper reads. `extra_env`, `jupyter_token`, `onstart`,
-    ssh keys and every other secret-bearing field are deliberately absent."""
+    ssh keys and every other secret-bearing field are deliberately absent.
 
-    id: int | str | None = None
+    `id` is strict: a lax int would turn JSON `true` into 1 (or "12" into 12) before
+    `_id_text` could refuse it, and a malformed entry would become a different, real instance.
+    """
+
+    id: StrictInt | StrictStr | None = None
     actual_status: str | None = None
     intended_status: str | None = None
     label: str | None = None
@@ -80,7 +84,7 @@ class RawVastInstance(_Lenient):
 
 
 class _RawVolume(_Lenient):
-    id: int | str | None = None
+    id: StrictInt | StrictStr | None = None
     disk_space: float | None = None
     storage_total_cost: float | None = None
     start_date: float | None = None
@@ -126,10 +130,17 @@ def parse_instance(raw: object, account: str, position: int = 0) -> Instance:
 
 
 def _id_text(value: int | str | None) -> str | None:
+    """A Vast id as the canonical digits `int()` and the filter agree on, or None.
+
+    ASCII only: `str.isdigit()` also accepts other scripts' digits ("١٢"), which `int()` reads
+    as 12, so the confirmation filter would ask about instance 12 while the pass tracks "١٢".
+    """
     if isinstance(value, bool) or value is None:
         return None
     text = str(value).strip()
-    return text if text.isdigit() else None
+    if not (text.isascii() and text.isdigit()):
+        return None
+    return str(int(text))
 
 
 def storage_per_hour(inst: RawVastInstance) -> float | None:
@@ -231,7 +242,7 @@ class VastClient:
         A bad key or an expired session has been seen answering 404 too (outside the specs),
         so any other 404 is an error, never "already gone".
         """
-        if _id_text(instance_id) is None:
+        if _id_text(instance_id) != instance_id:
             raise self.http.error(f"refusing to destroy instance {instance_id!r}: not a Vast id")
         reply = await self.http.request(
             "DELETE", f"{self.base_url}/api/v0/instances/{instance_id}/"
