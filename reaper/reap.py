@@ -27,6 +27,7 @@ from reaper.models import (
     Action,
     AuditRecord,
     Decision,
+    History,
     Instance,
     KeptInstance,
     ProviderName,
@@ -421,6 +422,21 @@ class _Pass:
         return [result for results in per_account for result in results]
 
 
+def _vanished(
+    history: History,
+    fleet: list[Instance],
+    clients: Sequence[ProviderClient],
+    errors: list[AccountError],
+) -> set[str]:
+    """Recorded stretches of instances no longer listed by a provider whose every account listed
+    completely: gone (deleted by hand, or by an earlier pass), so their records can go. A
+    provider with any failed account proves nothing, and is left alone."""
+    complete = {c.provider for c in clients} - {e.provider for e in errors}
+    listed = {i.key for i in fleet}
+    recorded = set(history.first_seen_stopped) | set(history.warned_at)
+    return {k for k in recorded if k.split(":", 1)[0] in complete and k not in listed}
+
+
 def _error_text(exc: BaseException) -> str:
     """One line for a failure; never a traceback, never a secret (log.redact scrubs keys)."""
     text = exc.message if isinstance(exc, ProviderError) else f"{type(exc).__name__}: {exc}"
@@ -461,7 +477,8 @@ async def reap_pass(
     )
     try:
         fleet = run.fleet = await run.list_all(report)
-        plan = decide(fleet, store.history(), now, settings, max_terminations=max_terminations)
+        history = store.history()
+        plan = decide(fleet, history, now, settings, max_terminations=max_terminations)
         report.instances = plan.instances
         report.cap_exceeded = plan.cap_exceeded
         if not run.still_leased():
@@ -474,6 +491,8 @@ async def reap_pass(
                     store.reset_stopped_clock(change.key)
                 if change.change in ("start", "restart"):
                     store.start_stopped_clock(change.key, change.at)
+            for key in _vanished(history, fleet, clients, report.errors):
+                store.reset_stopped_clock(key)
 
         # The money guards reuse this listing and run beside the actions: they only alert, never
         # act, and never fail a pass.

@@ -392,3 +392,19 @@ def test_a_pass_that_lost_its_lease_stops_acting(tmp_path: Path) -> None:
         assert report.lease_lost and report.exit_code == 1
         assert action_of(report, pod) is None
         assert w.runpod.mutations == []
+
+
+def test_records_of_instances_gone_from_a_complete_listing_are_forgotten(tmp_path: Path) -> None:
+    with world(tmp_path) as w:
+        gone = w.runpod.add_pod(status="EXITED")
+        kept = str(w.vast.add_instance(actual_status="stopped"))
+        w.run()
+        w.runpod.remove_pod(gone)
+        w.vast.set_down("503")  # Vast listed nothing: its records must stay
+        w.vast.remove_instance(int(kept))
+        w.advance(1)
+        w.run()
+        store = w.store()
+        recorded = set(store.history().first_seen_stopped)
+        store.close()
+        assert recorded == {f"vast:{kept}"}
