@@ -48,6 +48,9 @@ NETWORK_VOLUME_LARGE_USD_PER_GB_MONTH = 0.05
 NETWORK_VOLUME_LARGE_GB = 1000
 
 CONSOLE_URL = "https://console.runpod.io/pods?id={id}"
+# The cluster id of a member pod whose `cluster` object carries no readable id: it is still a
+# member (held, never deleted through the pod endpoints).
+UNKNOWN_CLUSTER = "unknown"
 BALANCE_QUERY = "query { myself { clientBalance currentSpendPerHr spendLimit } }"
 
 
@@ -137,7 +140,7 @@ def parse_pod(raw: object, account: str, position: int = 0) -> Instance:
         raw_status=status,
         cost_per_hour=_cost_per_hour(pod, state),
         locked=bool(pod.locked),
-        cluster_id=pod.cluster.id if pod.cluster else None,
+        cluster_id=_cluster_id(pod.cluster, raw.get("cluster")),
         gpu_util=_gpu_util(pod.runtime),
         created_at=parse_time(pod.createdAt),
         started_at=parse_time(pod.startedAt),
@@ -146,6 +149,21 @@ def parse_pod(raw: object, account: str, position: int = 0) -> Instance:
         network_volume_id=_network_volume_id(pod.mounts),
         console_url=CONSOLE_URL.format(id=quote(pod_id, safe="")) if pod.id else None,
     )
+
+
+def _cluster_id(cluster: _Cluster | None, raw: object) -> str | None:
+    """The pod's cluster id when it is a member, else None.
+
+    Membership is the presence of a `cluster` value (the spec omits it from a standalone pod),
+    not the readability of its id: `{"id": null}`, `{"rank": 1}` or a `cluster` that failed
+    validation still mark a member, whose pod endpoints cannot delete it. Only an absent or
+    null `cluster` is a standalone pod.
+    """
+    if raw is None:
+        return None
+    if cluster is not None and cluster.id:
+        return cluster.id
+    return UNKNOWN_CLUSTER
 
 
 def _cost_per_hour(pod: RawPod, state: State) -> float | None:
