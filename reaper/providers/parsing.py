@@ -12,14 +12,26 @@ instance "unknown" (never reaped, reported instead).
 
 from __future__ import annotations
 
+import math
 from datetime import UTC, datetime
 from typing import Any, TypeVar
 
-from pydantic import BaseModel, ValidationError
+from pydantic import BaseModel, ConfigDict, ValidationError
 
 from reaper import log
 
 Model = TypeVar("Model", bound=BaseModel)
+
+
+class RawModel(BaseModel):
+    """The base of every raw provider model: unknown fields ignored, NaN and infinity refused.
+
+    Python's json reads `NaN` and `Infinity`; kept, they would reach `--json` output that strict
+    parsers reject, and comparisons that are always false. Refused, the field is unreadable
+    like any other malformed one (see `read_tolerantly`).
+    """
+
+    model_config = ConfigDict(extra="ignore", allow_inf_nan=False)
 
 
 def read_tolerantly(model: type[Model], raw: dict[str, Any]) -> tuple[Model, list[str]]:
@@ -76,7 +88,17 @@ def note_unreadable(provider: str, account: str, instance_id: str, fields: list[
 
 
 def as_number(value: object) -> float | None:
-    """A JSON number as float; anything else (a string, a bool, null) is None."""
+    """A finite JSON number as float; anything else (a string, a bool, null, NaN, infinity, an
+    integer too large for a float) is None."""
     if isinstance(value, bool) or not isinstance(value, int | float):
         return None
-    return float(value)
+    try:
+        return finite(float(value))
+    except OverflowError:
+        return None
+
+
+def finite(value: float | None) -> float | None:
+    """`value` when it is a finite number, else None: what reaches an `Instance`, `Balance` or
+    `Volume` must print as JSON, and arithmetic on finite inputs can still overflow."""
+    return value if value is not None and math.isfinite(value) else None

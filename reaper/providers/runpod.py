@@ -14,7 +14,6 @@ from typing import Any
 from urllib.parse import quote
 
 import httpx
-from pydantic import BaseModel, ConfigDict
 
 from reaper import log
 from reaper.clock import parse_time
@@ -22,7 +21,14 @@ from reaper.config import Account
 from reaper.models import Balance, Instance, ProviderName, State, Volume
 from reaper.providers.base import ProviderError, TerminateOutcome
 from reaper.providers.http import HttpOptions, Requester, json_object
-from reaper.providers.parsing import as_number, note_unreadable, raw_status, read_tolerantly
+from reaper.providers.parsing import (
+    RawModel,
+    as_number,
+    finite,
+    note_unreadable,
+    raw_status,
+    read_tolerantly,
+)
 
 # PodStatus enum of the spec. Exact, case-sensitive matches only: anything else (ERROR, a new
 # value, null, a missing field) is "unknown" and never reaped.
@@ -54,36 +60,32 @@ UNKNOWN_CLUSTER = "unknown"
 BALANCE_QUERY = "query { myself { clientBalance currentSpendPerHr spendLimit } }"
 
 
-class _Lenient(BaseModel):
-    model_config = ConfigDict(extra="ignore")
-
-
-class _GpuUtil(_Lenient):
+class _GpuUtil(RawModel):
     util: float | None = None
 
 
-class _Runtime(_Lenient):
+class _Runtime(RawModel):
     gpus: list[_GpuUtil] | None = None
 
 
-class _Persistent(_Lenient):
+class _Persistent(RawModel):
     size: float | None = None
 
 
-class _NetworkMount(_Lenient):
+class _NetworkMount(RawModel):
     volumeId: str | None = None
 
 
-class _Mounts(_Lenient):
+class _Mounts(RawModel):
     persistent: _Persistent | None = None
     network: list[_NetworkMount] | None = None
 
 
-class _Cluster(_Lenient):
+class _Cluster(RawModel):
     id: str | None = None
 
 
-class RawPod(_Lenient):
+class RawPod(RawModel):
     """The fields of the spec's `Pod` that reaper reads. `env` is deliberately absent."""
 
     id: str | None = None
@@ -99,13 +101,13 @@ class RawPod(_Lenient):
     startedAt: str | None = None
 
 
-class _RawVolume(_Lenient):
+class _RawVolume(RawModel):
     id: str | None = None
     name: str | None = None
     size: float | None = None
 
 
-class _RawEndpoint(_Lenient):
+class _RawEndpoint(RawModel):
     networkVolumes: list[str] | None = None
 
 
@@ -138,10 +140,10 @@ def parse_pod(raw: object, account: str, position: int = 0) -> Instance:
         name=pod.name or "",
         state=state,
         raw_status=status,
-        cost_per_hour=_cost_per_hour(pod, state),
+        cost_per_hour=finite(_cost_per_hour(pod, state)),
         locked=bool(pod.locked),
         cluster_id=_cluster_id(pod.cluster, raw.get("cluster")),
-        gpu_util=_gpu_util(pod.runtime),
+        gpu_util=finite(_gpu_util(pod.runtime)),
         created_at=parse_time(pod.createdAt),
         started_at=parse_time(pod.startedAt),
         container_disk_gb=pod.disk,
@@ -328,7 +330,7 @@ class RunPodClient:
                     name=volume.name or "",
                     size_gb=volume.size,
                     attached=attached,
-                    cost_per_month=network_volume_cost_per_month(volume.size),
+                    cost_per_month=finite(network_volume_cost_per_month(volume.size)),
                 )
             )
         return volumes

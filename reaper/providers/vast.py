@@ -14,15 +14,17 @@ from collections.abc import Collection
 from typing import Any
 
 import httpx
-from pydantic import BaseModel, ConfigDict, StrictInt, StrictStr
+from pydantic import StrictInt, StrictStr
 
 from reaper.config import Account
 from reaper.models import Balance, Instance, ProviderName, State, Volume
 from reaper.providers.base import TerminateOutcome
 from reaper.providers.http import HttpOptions, Requester, json_object
 from reaper.providers.parsing import (
+    RawModel,
     as_number,
     epoch_to_datetime,
+    finite,
     note_unreadable,
     raw_status,
     read_tolerantly,
@@ -59,11 +61,7 @@ VAST_HOURS_PER_MONTH = 720.0
 CONSOLE_URL = "https://cloud.vast.ai/instances/"
 
 
-class _Lenient(BaseModel):
-    model_config = ConfigDict(extra="ignore")
-
-
-class RawVastInstance(_Lenient):
+class RawVastInstance(RawModel):
     """The fields of a Vast instance reaper reads. `extra_env`, `jupyter_token`, `onstart`,
     ssh keys and every other secret-bearing field are deliberately absent.
 
@@ -83,7 +81,7 @@ class RawVastInstance(_Lenient):
     start_date: float | None = None
 
 
-class _RawVolume(_Lenient):
+class _RawVolume(RawModel):
     id: StrictInt | StrictStr | None = None
     disk_space: float | None = None
     storage_total_cost: float | None = None
@@ -119,8 +117,8 @@ def parse_instance(raw: object, account: str, position: int = 0) -> Instance:
         name=inst.label or "",
         state=state,
         raw_status=raw_status(raw.get("actual_status"), present),
-        cost_per_hour=_cost_per_hour(inst, state),
-        gpu_util=gpu_percent(inst.gpu_util),
+        cost_per_hour=finite(_cost_per_hour(inst, state)),
+        gpu_util=finite(gpu_percent(inst.gpu_util)),
         # `start_date` is when the instance was created, not when it last started or stopped;
         # Vast reports no start time, so `started_at` stays None.
         created_at=epoch_to_datetime(inst.start_date),
@@ -304,7 +302,7 @@ class VastClient:
                     id=volume_id,
                     size_gb=volume.disk_space,
                     attached=None if volume.instances is None else bool(volume.instances),
-                    cost_per_month=(
+                    cost_per_month=finite(
                         None if monthly is None else round(monthly * VAST_HOURS_PER_MONTH, 4)
                     ),
                     created_at=epoch_to_datetime(volume.start_date),
