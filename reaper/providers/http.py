@@ -35,6 +35,7 @@ from reaper import log
 from reaper.config import Account
 from reaper.models import ProviderName
 from reaper.providers.base import ProviderError
+from reaper.providers.parsing import clean_text
 
 RETRYABLE_STATUSES = frozenset({429, 500, 502, 503, 504})
 _SUMMARY_LIMIT = 200
@@ -226,15 +227,16 @@ class Requester:
         await self._client.aclose()
 
     def error(self, message: str) -> ProviderError:
-        """A ProviderError for this account, scrubbed of the key whatever the message holds."""
-        return ProviderError(self.provider, self.account, self.scrub(message))
+        """A ProviderError for this account, scrubbed of the key whatever the message holds,
+        and valid text whatever the provider's error body held."""
+        return ProviderError(self.provider, self.account, self.scrub(clean_text(message)))
 
     def scrub(self, text: str) -> str:
         return log.redact(text.replace(self._key, log.REDACTED)) if self._key else text
 
     def reason(self, body: bytes) -> str:
         """The error body's reason, scrubbed and only then cut to a line's length."""
-        return self.scrub(summarise_error(body))[:_SUMMARY_LIMIT]
+        return self.scrub(clean_text(summarise_error(body)))[:_SUMMARY_LIMIT]
 
     def failure(self, reply: Reply, what: str) -> ProviderError:
         """The error for an answer the caller did not expect."""

@@ -8,19 +8,43 @@ the first step and cannot reach an `Instance`, a log line or an exception.
 One malformed object must not lose the whole listing, and must not be reaped either: the
 fields that fail validation are dropped, what remains is read, and the caller marks the
 instance "unknown" (never reaped, reported instead).
+
+Every provider string that reaches an `Instance`, `Volume` or error is valid text: JSON may
+carry a lone UTF-16 surrogate (`"\ud800"`), which Python keeps and which then fails every UTF-8
+encode (the audit record, the store, `--json`, an alert). Names, labels and statuses are
+cleaned (`CleanStr`); an instance id that cleaning would change is unreadable instead
+(`ExactStr`), so it can never become a different, valid-looking id.
 """
 
 from __future__ import annotations
 
 import math
 from datetime import UTC, datetime
-from typing import Any, TypeVar
+from typing import Annotated, Any, TypeVar
 
-from pydantic import BaseModel, ConfigDict, ValidationError
+from pydantic import AfterValidator, BaseModel, ConfigDict, ValidationError
 
 from reaper import log
 
 Model = TypeVar("Model", bound=BaseModel)
+
+
+def clean_text(text: str) -> str:
+    """`text` with lone surrogates replaced by U+FFFD (well-formed pairs are joined), so that
+    it encodes as UTF-8 wherever it goes."""
+    return text.encode("utf-16-le", "surrogatepass").decode("utf-16-le", "replace")
+
+
+def _exact_text(text: str) -> str:
+    if clean_text(text) != text:
+        raise ValueError("not valid text")
+    return text
+
+
+# A provider string shown to people (a name, a label): cleaned.
+CleanStr = Annotated[str, AfterValidator(clean_text)]
+# A provider string that names what a DELETE would target: unreadable unless already clean.
+ExactStr = Annotated[str, AfterValidator(_exact_text)]
 
 
 class RawModel(BaseModel):
@@ -60,7 +84,7 @@ def raw_status(value: object, present: bool) -> str:
     if value is None:
         return "null"
     if isinstance(value, str):
-        return value
+        return clean_text(value)
     # A number is shown as such; a nested object is not echoed (it is not a status).
     return str(value) if isinstance(value, int | float) else ""
 

@@ -22,6 +22,8 @@ from reaper.models import Balance, Instance, ProviderName, State, Volume
 from reaper.providers.base import ProviderError, TerminateOutcome
 from reaper.providers.http import HttpOptions, Requester, json_object
 from reaper.providers.parsing import (
+    CleanStr,
+    ExactStr,
     RawModel,
     as_number,
     finite,
@@ -73,7 +75,7 @@ class _Persistent(RawModel):
 
 
 class _NetworkMount(RawModel):
-    volumeId: str | None = None
+    volumeId: CleanStr | None = None
 
 
 class _Mounts(RawModel):
@@ -82,14 +84,19 @@ class _Mounts(RawModel):
 
 
 class _Cluster(RawModel):
-    id: str | None = None
+    id: CleanStr | None = None
 
 
 class RawPod(RawModel):
-    """The fields of the spec's `Pod` that reaper reads. `env` is deliberately absent."""
+    """The fields of the spec's `Pod` that reaper reads. `env` is deliberately absent.
 
-    id: str | None = None
-    name: str | None = None
+    `id` is what a DELETE targets, so one that is not valid text is unreadable (the pod is
+    then unknown), never cleaned into another id. Volume and cluster ids only label things
+    in reports and are cleaned like names.
+    """
+
+    id: ExactStr | None = None
+    name: CleanStr | None = None
     status: str | None = None
     cost: float | None = None
     locked: bool | None = None
@@ -102,13 +109,13 @@ class RawPod(RawModel):
 
 
 class _RawVolume(RawModel):
-    id: str | None = None
-    name: str | None = None
+    id: CleanStr | None = None
+    name: CleanStr | None = None
     size: float | None = None
 
 
 class _RawEndpoint(RawModel):
-    networkVolumes: list[str] | None = None
+    networkVolumes: list[CleanStr] | None = None
 
 
 def parse_pod(raw: object, account: str, position: int = 0) -> Instance:

@@ -21,6 +21,7 @@ from reaper.models import Balance, Instance, ProviderName, State, Volume
 from reaper.providers.base import TerminateOutcome
 from reaper.providers.http import HttpOptions, Requester, json_object
 from reaper.providers.parsing import (
+    CleanStr,
     RawModel,
     as_number,
     epoch_to_datetime,
@@ -72,7 +73,7 @@ class RawVastInstance(RawModel):
     id: StrictInt | StrictStr | None = None
     actual_status: str | None = None
     intended_status: str | None = None
-    label: str | None = None
+    label: CleanStr | None = None
     dph_total: float | None = None
     storage_total_cost: float | None = None
     storage_cost: float | None = None
