@@ -164,12 +164,14 @@ def _same(given: str, expected: str | None) -> bool:
 
 def redact_path(path: str) -> str:
     """The path as it may appear in a log: key segment as ***, control characters escaped,
-    cut to 200 characters, and any registered secret scrubbed (a key sent in the wrong place)."""
+    any registered secret scrubbed (a key sent in the wrong place), then cut to 200
+    characters. Scrubbing comes first: a cut through a key would leave its start, which no
+    longer matches the secret, in the log."""
     parts = path.split("/")
     if len(parts) > 2 and parts[1] in ("ping", "alert"):
         parts[2] = "***"
     cleaned = "".join(c if c.isprintable() else "?" for c in "/".join(parts))
-    return log.redact(cleaned[:200])
+    return log.redact(cleaned)[:200]
 
 
 def _exit_status(suffix: str) -> int | None:

@@ -69,3 +69,19 @@ def test_redact_path(path: str, logged: str) -> None:
 
 def test_a_long_path_is_cut() -> None:
     assert len(redact_path("/" + "a" * 5000)) == 200
+
+
+def test_a_key_outside_its_segment_is_scrubbed_before_the_cut() -> None:
+    """A proxy prefix or a doubled slash moves the key out of the second segment; cutting
+    to 200 characters first would leave its start, no longer a whole secret, in the log."""
+    log.register_secrets([KEY])
+    logged = redact_path("/" + "p" * 180 + "/ping/" + KEY + "/host")
+    assert KEY[:8] not in logged
+    assert len(logged) <= 200
+
+
+def test_a_served_request_never_logs_a_key_prefix(tmp_path: Path, lines: io.StringIO) -> None:
+    with served(make_settings(tmp_path)) as app:
+        app.http.get("/" + "p" * 180 + "/ping/" + KEY + "/host")
+    assert '"event": "http"' in lines.getvalue()
+    assert KEY[:8] not in lines.getvalue()
