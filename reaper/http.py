@@ -65,7 +65,8 @@ class Response:
 class Limits:
     """The in-memory rate limits of the API (token buckets).
 
-    per_client: every request but /healthz, by client address — bounds a flood.
+    per_client: requests answered 404 or 401 (no key, a wrong key, an unknown route), by
+        client address — bounds a stranger's flood without touching keyed pings.
     per_host: pings per monitor host — one leaked key cannot hog the store for one host.
     alerts: /alert overall — bounds what reaches the phone (and Telegram's own limits).
     """
@@ -322,13 +323,30 @@ def _healthz(request: Request) -> Response:
     return _json(200, {"ok": True})
 
 
+# Answers a request without the right key gets; only these spend the per-client budget.
+_KEYLESS = frozenset({401, 404})
+
+
 async def _route(request: Request, app: App) -> Response:
+    """The answer, with the per-client limit applied to keyless requests only.
+
+    Several instances share one address (a Vast host, a NAT): a stranger or a neighbour
+    without the key must not spend the budget of the instances' keyed pings, which the
+    per-host buckets limit already. The key check touches nothing, so answering first and
+    charging after costs a flood nothing more than refusing it up front.
+    """
     parts = request.path.split("/")[1:] if request.path.startswith("/") else []
     if parts == ["healthz"]:
         return _healthz(request)
-    wait = app.per_client.take(request.client)
-    if wait:
-        return _rate_limited(wait, "this client")
+    response = await _dispatch(request, app, parts)
+    if response.status in _KEYLESS:
+        wait = app.per_client.take(request.client)
+        if wait:
+            return _rate_limited(wait, "this client")
+    return response
+
+
+async def _dispatch(request: Request, app: App, parts: list[str]) -> Response:
     if parts == ["status"]:
         return _status(request, app)
     if len(parts) in (3, 4) and parts[0] == "ping":

@@ -32,17 +32,33 @@ def test_a_flood_on_one_host_is_429_while_other_hosts_answer(tmp_path: Path) -> 
         assert app.ping("flooded").status_code == 200
 
 
-def test_a_flood_from_one_client_is_429_but_healthz_answers(tmp_path: Path) -> None:
+def test_a_keyless_flood_from_one_client_is_429_but_healthz_answers(tmp_path: Path) -> None:
     with served(make_settings(tmp_path), limits=LIMITS) as app:
-        statuses = [app.ping(f"host-{i}").status_code for i in range(70)]
-        assert statuses.count(200) == 60 and statuses[-1] == 429
-        # A wrong key or an unknown route is limited the same way: it reveals nothing.
-        assert app.ping("host-0", key="wrong").status_code == 429
+        statuses = [app.ping(f"host-{i}", key="wrong").status_code for i in range(70)]
+        assert statuses.count(404) == 60 and statuses[-1] == 429
+        # An unknown route and a bad admin key spend the same budget: they reveal nothing.
         assert app.http.get("/nope").status_code == 429
+        assert app.http.get("/status", headers={"Authorization": "Bearer x"}).status_code == 429
         assert app.http.get("/healthz").status_code == 200
         # Another client (the address uvicorn takes from a trusted proxy) is not limited.
-        other = app.ping("host-x", headers={"X-Forwarded-For": "203.0.113.9"})
-        assert other.status_code == 200
+        other = app.ping("host-x", key="wrong", headers={"X-Forwarded-For": "203.0.113.9"})
+        assert other.status_code == 404
+        app.advance(seconds=1)
+        assert app.http.get("/nope").status_code == 404
+
+
+def test_a_keyless_flood_from_a_shared_address_leaves_keyed_pings_alone(tmp_path: Path) -> None:
+    """Vast puts several rented instances behind one address: a neighbour (or a stranger)
+    without the key must not spend the budget of the instances' keyed pings."""
+    with served(make_settings(tmp_path), limits=LIMITS) as app:
+        for _ in range(70):
+            app.ping("victim", key="not-the-key")
+        assert app.ping("victim", key="not-the-key").status_code == 429
+        response = app.ping("victim", "fail", method="POST", body=b"job died")
+        assert response.status_code == 200
+        assert app.events() == ["monitor_failed"]
+        # Keyed pings of many hosts from one address are limited per host, not per client.
+        assert [app.ping(f"host-{i}").status_code for i in range(70)] == [200] * 70
 
 
 def test_alerts_are_limited_as_a_whole(tmp_path: Path) -> None:
