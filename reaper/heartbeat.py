@@ -9,6 +9,7 @@ State machine (`Monitor.status`):
 
     (none) --first ping--> new --ping--> up --silence > HEARTBEAT_TIMEOUT--> down --ping--> up
     any --/fail or exit != 0--> down (alert at once)     plain host --/bye--> retired --ping--> up
+    provider host --/bye--> records bye_at only (a down monitor stays down: no recovery)
 
 Design choices the README documents:
 - The recovery alert goes out on the ping that revives a monitor (with the downtime), not on
@@ -147,7 +148,12 @@ def apply_ping(current: Monitor | None, ping: Ping, now: datetime, *, guarded: b
         changes |= {"status": "retired", "bye_at": now, "down_since": None, "job_started_at": None}
         return Transition(base.model_copy(update=changes))
 
-    # A sign of life: ping, start, exit 0, or a guarded bye.
+    if ping.kind == "bye" and was_down:
+        # run.sh reports a failed job (/<status>) and then says bye: that is no recovery. The
+        # watch pass retires the monitor once the provider shows the instance stopped or gone.
+        return Transition(base.model_copy(update=changes | {"bye_at": now}))
+
+    # A sign of life: ping, start, exit 0, or a guarded bye of a monitor that is not down.
     changes |= {
         "status": "new" if current is None else "up",
         "down_since": None,

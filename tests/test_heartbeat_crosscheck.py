@@ -196,3 +196,40 @@ def test_bye_without_a_key_for_that_provider_retires_at_once(tmp_path: Path) -> 
         app.ping("runpod-abc123", "bye")
         monitor = app.store.get_monitor("runpod-abc123")
         assert monitor is not None and monitor.status == "retired"
+
+
+def test_a_failed_job_then_bye_is_not_a_recovery(world: World) -> None:
+    """run.sh on a failed job pings /<status>, then /bye, then destroys the instance: the
+    phone must get "failed", not "failed" and a second later "recovered"."""
+    pod = world.runpod.add_pod(name="trainer")
+    host = f"runpod-{pod}"
+    world.app.ping(host, "start")
+    world.app.ping(host, "1", method="POST", body=b"job exited 1")
+    world.app.ping(host, "bye", method="POST", body=b"run.sh: destroying this instance")
+    assert _events(world) == ["monitor_failed"]
+    monitor = world.monitor(host)
+    assert monitor.status == "down" and monitor.bye_at is not None
+    assert monitor.last_ping_kind == "bye"
+    world.runpod.remove_pod(pod)
+    world.app.advance(minutes=1)
+    assert watch_with_providers(world.app).retired == [host]
+    assert _events(world) == ["monitor_failed"]
+
+
+def test_a_failed_job_then_bye_on_a_billing_instance_still_reminds(world: World) -> None:
+    """The bye did not take the failed instance away: it bills on, and says so."""
+    pod = world.runpod.add_pod(name="stuck", cost=1.0)
+    host = f"runpod-{pod}"
+    world.app.ping(host, "fail")
+    world.app.ping(host, "bye")
+    world.app.advance(hours=1)
+    assert watch_with_providers(world.app).billing_silent == [host]
+    assert _events(world) == ["monitor_failed", "watchdog_silent_billing"]
+    assert "bye" in world.app.notifier.alerts[-1].body
+
+
+def test_plain_and_provider_hosts_agree_on_fail_then_bye(tmp_path: Path) -> None:
+    with served(make_settings(tmp_path)) as app:  # no provider key: runpod-x is plain
+        app.ping("runpod-x", "1")
+        app.ping("runpod-x", "bye")
+        assert app.events() == ["monitor_failed"]
