@@ -356,13 +356,17 @@ def _needs_look(p: _Pass, monitor: Monitor) -> bool:
     return monitor.status == "down" or p.silent(monitor) or (guarded and monitor.bye_at is not None)
 
 
-def _go_down(p: _Pass, m: Monitor, alert: Alert) -> Monitor:
+def _go_down(
+    p: _Pass, m: Monitor, alert: Alert, what: str = "down", anchor: datetime | None = None
+) -> Monitor:
+    """`what` and `anchor` name the condition for de-duplication (default: down since the
+    silence began): a new condition needs a key of its own, or it is taken for a repeat."""
     down_since = p.silent_since(m)
     changed = m.model_copy(
         update={"status": "down", "down_since": down_since, "last_alert_at": p.now}
     )
     p.report.went_down.append(m.host)
-    if p.claim(m.host, "down", down_since):
+    if p.claim(m.host, what, anchor or down_since):
         p.alert(alert)
     return changed
 
@@ -409,8 +413,11 @@ def _billing(p: _Pass, m: Monitor, inst: Instance) -> Monitor:
     p.report.billing_silent.append(m.host)
     if m.status != "down":
         return _go_down(p, m, alert)
-    if m.stopped_noted:  # it was stopped, and bills again: a new condition
-        return _go_down(p, m.model_copy(update={"stopped_noted": False}), alert)
+    if m.stopped_noted:
+        # It was stopped, and bills again: a new condition, keyed by the stop note's time
+        # (the same for two watchers racing, different for each stop of a flapping instance).
+        rebilled = m.model_copy(update={"stopped_noted": False})
+        return _go_down(p, rebilled, alert, "billing-again", m.last_alert_at)
     return _remind(p, m, alert)
 
 

@@ -233,3 +233,26 @@ def test_plain_and_provider_hosts_agree_on_fail_then_bye(tmp_path: Path) -> None
         app.ping("runpod-x", "1")
         app.ping("runpod-x", "bye")
         assert app.events() == ["monitor_failed"]
+
+
+def test_billing_again_after_stopped_alerts_at_once(world: World) -> None:
+    pod = world.runpod.add_pod(name="flappy", cost=1.0)
+    host = f"runpod-{pod}"
+    _silence(world, host)
+    watch_with_providers(world.app)
+    world.runpod.set_status(pod, "EXITED")
+    world.app.advance(minutes=5)
+    watch_with_providers(world.app)
+    assert _events(world) == ["watchdog_silent_billing", "instance_stopped_watchdog"]
+    world.runpod.set_status(pod, "RUNNING", cost=1.0)
+    world.app.advance(minutes=5)
+    assert watch_with_providers(world.app).billing_silent == [host]
+    # Well within HEARTBEAT_REPEAT of the first alert, and not swallowed as its repeat.
+    assert _events(world) == [
+        "watchdog_silent_billing",
+        "instance_stopped_watchdog",
+        "watchdog_silent_billing",
+    ]
+    world.app.advance(minutes=5)
+    watch_with_providers(world.app)
+    assert len(_events(world)) == 3  # still billing: the reminder waits for HEARTBEAT_REPEAT
