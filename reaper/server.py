@@ -283,6 +283,10 @@ def uvicorn_config(asgi: ReaperASGI) -> uvicorn.Config:
         log_level="warning",
         lifespan="on",
         http="auto",  # httptools when installed, else h11
+        # No WebSocket protocol: the API has none, and with a WebSocket library installed
+        # (uvicorn[standard] brings one) an Upgrade request would reach the app as a scope
+        # it does not answer. Without it, the request is answered as plain HTTP.
+        ws="none",
         loop="auto",  # uvloop when installed, else asyncio
         timeout_graceful_shutdown=10,
     )
