@@ -190,6 +190,7 @@ class ReaperASGI:
         self.app = app
         self.scheduler = scheduler
         self._on_close = list(on_close)
+        self._closed = False
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] == "lifespan":
@@ -224,7 +225,11 @@ class ReaperASGI:
                 return
 
     async def close(self) -> None:
-        """Let the running passes finish, then release clients and the store."""
+        """Let the running passes finish, then release clients and the store. Only the first
+        call does anything: the lifespan shutdown and the server's own `finally` both call it."""
+        if self._closed:
+            return
+        self._closed = True
         if self.scheduler is not None:
             await self.scheduler.stop()
         for closer in self._on_close:
@@ -294,16 +299,28 @@ def uvicorn_config(asgi: ReaperASGI) -> uvicorn.Config:
 
 class _Server(uvicorn.Server):
     """uvicorn.Server that says when it is listening (tests wait on it instead of polling),
-    and whose SIGTERM/SIGINT end in a clean exit.
+    whose SIGTERM/SIGINT end in a clean exit, and that always closes the app.
 
     uvicorn 0.54 re-raises a caught signal after its graceful shutdown, so the process dies
     of it (SIGTERM: status -15, SIGINT: KeyboardInterrupt) even though everything was closed
     properly; `reaper serve` returns 0 instead, as a finished command does.
+
+    A second SIGINT makes uvicorn skip the lifespan shutdown, and the end of its event loop
+    would then cancel a running pass (a reap between a termination and its audit record) and
+    leave the store open. `serve` therefore closes the app in a `finally`, on the same loop:
+    the pass finishes, clients and the store are closed.
     """
 
-    def __init__(self, config: uvicorn.Config) -> None:
+    def __init__(self, config: uvicorn.Config, asgi: ReaperASGI) -> None:
         super().__init__(config)
         self.ready = threading.Event()
+        self._asgi = asgi
+
+    async def serve(self, sockets: list[socket.socket] | None = None) -> None:
+        try:
+            await super().serve(sockets)
+        finally:
+            await self._asgi.close()
 
     async def startup(self, sockets: list[socket.socket] | None = None) -> None:
         await super().startup(sockets)
@@ -345,7 +362,7 @@ def serving(asgi: ReaperASGI, host: str = "127.0.0.1", port: int = 0) -> Iterato
     """Run the app under uvicorn in a thread, on an ephemeral port by default; for tests and
     the benchmark. Leaving the block shuts it down gracefully."""
     sock = bind_socket(host, port)
-    server = _Server(uvicorn_config(asgi))
+    server = _Server(uvicorn_config(asgi), asgi)
     thread = threading.Thread(target=server.run, kwargs={"sockets": [sock]}, daemon=True)
     thread.start()
     try:
@@ -428,7 +445,7 @@ def serve_command(settings: Settings, host: str, port: int) -> int:
     )
     _announce(settings, host, sock.getsockname()[1], channels)
     try:
-        _Server(uvicorn_config(asgi)).run(sockets=[sock])
+        _Server(uvicorn_config(asgi), asgi).run(sockets=[sock])
     finally:
         sock.close()
     log.event("serve_stopped")

@@ -5,6 +5,7 @@ before the store closes."""
 from __future__ import annotations
 
 import asyncio
+import signal
 import threading
 from datetime import timedelta
 from pathlib import Path
@@ -73,6 +74,38 @@ def test_the_lifespan_runs_the_jobs_and_shutdown_closes_the_store(tmp_path: Path
     with served(make_settings(tmp_path), jobs=[Job("watch", timedelta(hours=1), job)]) as app:
         assert ran.wait(timeout=10)
         store = app.store
+    with pytest.raises(RuntimeError, match="closed"):
+        store.list_monitors()
+
+
+def test_a_second_sigint_still_lets_the_pass_finish_and_closes_the_store(tmp_path: Path) -> None:
+    """A second Ctrl+C makes uvicorn skip the lifespan shutdown; the end of its loop would
+    cancel the running pass (a reap between a termination and its audit record)."""
+    entered, release = threading.Event(), threading.Event()
+    finished: list[str] = []
+
+    async def slow_pass() -> None:
+        entered.set()
+        await asyncio.to_thread(release.wait, 10)
+        finished.append("pass")
+
+    with served(make_settings(tmp_path), jobs=[Job("reap", timedelta(hours=1), slow_pass)]) as app:
+        assert entered.wait(timeout=10)
+        server = app.running.server
+        server.handle_exit(signal.SIGINT, None)
+        server.handle_exit(signal.SIGINT, None)
+        assert server.force_exit
+        # Release the pass only once uvicorn has shut its listener: without the fix the loop
+        # is ending and cancels the pass; with it, the pass finishes and the store is closed.
+        for _ in range(1000):
+            if server.servers and not any(s.is_serving() for s in server.servers):
+                break
+            threading.Event().wait(0.01)
+        release.set()
+        app.running.thread.join(timeout=20)
+        assert not app.running.thread.is_alive()
+        store = app.store
+    assert finished == ["pass"]
     with pytest.raises(RuntimeError, match="closed"):
         store.list_monitors()
 
