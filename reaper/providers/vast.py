@@ -197,12 +197,16 @@ class VastClient:
         4 pages, not 40. Ids that are not Vast's integers are left out of the filter.
 
         A page that fails (after retries) fails the whole listing: a shorter fleet would make
-        the missing instances look gone. A token seen twice, or a token with an empty page, is
+        the missing instances look gone. So does an answer that cannot show it is complete: a
+        missing `next_token` key (the spec ends with an explicit null), or an instance count
+        that is not the `total_instances` the server reported ("matching the filters", so the
+        filtered count for `only_ids`). A token seen twice, or a token with an empty page, is
         a server that would loop: also an error, not a truncated list.
         """
         found: dict[str, Instance] = {}
         token: str | None = None
         seen: set[str] = set()
+        totals: list[int] = []
         for page in range(1, MAX_PAGES + 1):
             params = {"limit": str(PAGE_SIZE)}
             if only_ids is not None:
@@ -223,8 +227,16 @@ class VastClient:
             for raw in items:
                 instance = parse_instance(raw, self.account, len(found))
                 found[instance.id] = instance
-            next_token = body.get("next_token")
+            if "next_token" not in body:
+                raise self.http.error(
+                    f"{what}: the answer has no `next_token`, so it may not be complete"
+                )
+            total = body.get("total_instances")
+            if isinstance(total, int) and not isinstance(total, bool):
+                totals.append(total)
+            next_token = body["next_token"]
             if next_token is None or next_token == "":
+                self._check_total(len(found), totals)
                 return list(found.values())
             if not isinstance(next_token, str):
                 raise self.http.error(f"{what}: `next_token` is not a string")
@@ -233,6 +245,19 @@ class VastClient:
             seen.add(next_token)
             token = next_token
         raise self.http.error(f"listing instances: more than {MAX_PAGES} pages")
+
+    def _check_total(self, found: int, totals: list[int]) -> None:
+        """ProviderError unless the distinct instances found match the server's count.
+
+        The largest count any page reported is used: an instance destroyed while the pages are
+        read has been listed already but drops out of later pages' counts. A count lower than
+        that is a listing that lost instances; a higher one is a server that contradicts itself.
+        """
+        if totals and found != max(totals):
+            raise self.http.error(
+                f"listing instances: {found} distinct instances listed but the server counts "
+                f"{max(totals)} (`total_instances`), so the listing cannot be trusted"
+            )
 
     async def terminate(self, instance_id: str) -> TerminateOutcome:
         """`DELETE /api/v0/instances/{id}/` (Vast calls it destroy).

@@ -390,6 +390,11 @@ class VastEmulator(EmulatorServer):
             if more
             else None
         )
+        # "Total number of instances matching the filters" (show_instances.yaml): the filtered
+        # set, plus the raw entries, which every listing ends with whatever the filter.
+        total = sum(1 for _, inst in mine if matches(inst.data)) + sum(
+            1 for owner, _ in self._raw if owner == account
+        )
         labels: dict[str, int] = {}
         for _, inst in mine:
             label = inst.data.get("label") or ""
@@ -399,7 +404,7 @@ class VastEmulator(EmulatorServer):
             {
                 "success": True,
                 "instances_found": len(items),
-                "total_instances": len(mine),
+                "total_instances": total,
                 "label_counts": labels,
                 "next_token": next_token,
                 "instances": items,
