@@ -27,7 +27,7 @@ from handlers import runtime
 from reaper import log
 from reaper.clock import SystemClock
 from reaper.config import ConfigError, Settings
-from reaper.http import MAX_BODY, App, Request, Response, handle
+from reaper.http import MAX_BODY, REQUEST_CHANNEL_OPTIONS, App, Request, Response, handle
 
 FUNCTION = "http"
 
@@ -105,10 +105,11 @@ def app_for(settings: Settings) -> App:
     if _app is None or _app.settings != settings:
         from reaper.notify import channels_configured, make_notifier
 
+        # Channels that give up in time: the function's timeout is 10 s (serverless.yml).
         _app = App(
             settings,
             runtime.store(settings),
-            make_notifier(settings),
+            make_notifier(settings, options=REQUEST_CHANNEL_OPTIONS),
             SystemClock(),
             channels=channels_configured(settings),
         )

@@ -34,7 +34,7 @@ import re
 import sys
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
 from typing import Any, Literal
 
 from reaper import log
@@ -57,6 +57,10 @@ _UNWATCHED = "unwatched:"
 _YIELD_EVERY = 100
 _REAPER_SILENT = "reaper:silent"
 _NO_REAP_YET = "reaper:no-reap-yet"
+# An /alert not yet delivered (reaper.http): an episode under this prefix + the alert's key.
+UNDELIVERED_ALERT = "alert-undelivered:"
+# A mark matters only within the alert's one-minute dedup window; older ones are dropped.
+_UNDELIVERED_KEPT = timedelta(hours=1)
 
 
 def valid_host(host: str) -> bool:
@@ -529,6 +533,14 @@ def _watch_reaper(p: _Pass) -> None:
         p.store.mark_episode_alerted(_REAPER_SILENT, p.now)
 
 
+def _housekeeping(p: _Pass) -> None:
+    """What nobody else cleans up, once a minute: undelivered-alert marks nobody came back
+    for (a leaked key sending distinct alerts while the channels fail must not grow the store)."""
+    for episode in p.store.open_episodes(UNDELIVERED_ALERT):
+        if p.now - episode.opened_at >= _UNDELIVERED_KEPT:
+            p.store.close_episode(episode.key)
+
+
 def _fold(alerts: list[Alert]) -> list[Alert]:
     """Past STORM_LIMIT, the rest become one summary: a storm helps nobody read it."""
     if len(alerts) <= STORM_LIMIT:
@@ -582,6 +594,7 @@ async def watch_pass(
         _watch_unwatched(probe, monitors)
     if report.reaping:
         _watch_reaper(probe)
+    _housekeeping(probe)
     for alert in _fold(report.alerts):
         await notifier.send(alert)
     log.event(

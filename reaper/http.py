@@ -9,24 +9,32 @@ for what it sent — only a genuine bug does, with a generic body and a log line
 
 from __future__ import annotations
 
+import asyncio
 import codecs
 import hmac
 import json
 import traceback
-from collections import OrderedDict
 from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass, field
-from datetime import timedelta
+from datetime import datetime, timedelta
 from pathlib import Path
 from typing import Any
 
 from reaper import log
 from reaper.clock import Clock
 from reaper.config import Settings
-from reaper.heartbeat import Ping, PingKind, record_ping, status_json, valid_host
-from reaper.models import Alert, AlertLevel
+from reaper.heartbeat import (
+    UNDELIVERED_ALERT,
+    Ping,
+    PingKind,
+    record_ping,
+    status_json,
+    valid_host,
+)
+from reaper.models import Alert, AlertLevel, Delivery
 from reaper.notify import messages
 from reaper.notify.base import Notifier
+from reaper.notify.fanout import ChannelOptions
 from reaper.ratelimit import Rate, TokenBuckets, retry_after
 from reaper.store.base import Store
 
@@ -39,7 +47,22 @@ ALERT_LIMIT = 16 * 1024
 # A repeated identical /alert within this window is answered as deduplicated.
 ALERT_DEDUP_WINDOW = timedelta(minutes=1)
 _LEVELS: tuple[AlertLevel, ...] = ("info", "warning", "critical")
-_UNDELIVERED_KEPT = 1000
+
+# The alert channels of a request (/alert, and the alert of a /fail ping) on Lambda and under
+# `reaper serve` alike: at most 4 s, under the kit's 5 s curl timeout so that the instance
+# hears the real answer, and well under the HTTP function's 10 s (serverless.yml), where a
+# request still running is killed and its answer lost. The schedules keep the patient
+# defaults: nobody waits on them.
+REQUEST_CHANNEL_OPTIONS = ChannelOptions(
+    timeout=1.5, max_attempts=2, backoff_base=0.5, max_retry_after=1.0, deadline=4.0
+)
+# The request's own bound on the channels, whatever notifier the App was given: a backstop
+# above REQUEST_CHANNEL_OPTIONS.deadline (which keeps the result per channel) and below the
+# Lambda's 10 s, cold start included.
+REQUEST_SEND_BUDGET = 6.0
+# Longer than any request lives (Lambda: 10 s): a send still marked as running after this
+# was killed before it could say how it went.
+_SEND_LIFETIME = timedelta(seconds=15)
 
 
 @dataclass(frozen=True)
@@ -88,30 +111,40 @@ class App:
         *,
         channels: Sequence[str] = (),
         limits: Limits | None = None,
+        send_budget: float = REQUEST_SEND_BUDGET,
     ) -> None:
         self.settings = settings
         self.store = store
-        self.notifier = notifier
-        self.clock = clock
         # The configured alert channels; none -> /alert answers 503.
         self.channels = tuple(channels)
+        self.notifier: Notifier = _Budgeted(notifier, self.channels, send_budget)
+        self.clock = clock
         self.limits = limits or Limits()
         self.per_client = TokenBuckets(self.limits.per_client, clock)
         self.per_host = TokenBuckets(self.limits.per_host, clock)
         self.alerts = TokenBuckets(self.limits.alerts, clock, max_keys=1)
-        # Alerts whose every channel failed: a retry within the dedup window is sent again
-        # rather than answered "deduplicated" (the claim in the store cannot be undone).
-        self.undelivered: OrderedDict[str, None] = OrderedDict()
         # The ping key is in every ping path: make sure no log line can carry it.
         log.register_secrets(settings.secrets())
 
-    def note_delivery(self, key: str, delivered: bool) -> None:
-        if delivered:
-            self.undelivered.pop(key, None)
-            return
-        self.undelivered[key] = None
-        while len(self.undelivered) > _UNDELIVERED_KEPT:
-            self.undelivered.popitem(last=False)
+
+class _Budgeted:
+    """A notifier that gives up after `budget` seconds: a request must be answered before
+    the platform kills it (Lambda) or the client gives up. What did not answer in time counts
+    as failed, so that /alert answers 502 and a retry is sent again."""
+
+    def __init__(self, inner: Notifier, channels: Sequence[str], budget: float) -> None:
+        self._inner = inner
+        self._channels = tuple(channels) or ("all",)
+        self._budget = budget
+
+    async def send(self, alert: Alert) -> list[Delivery]:
+        try:
+            async with asyncio.timeout(self._budget):
+                return await self._inner.send(alert)
+        except TimeoutError:
+            detail = f"no answer within {self._budget:g}s (the request's budget)"
+            log.event("alert_delivery", result="failed", alert_event=alert.event, detail=detail)
+            return [Delivery(channel=name, ok=False, detail=detail) for name in self._channels]
 
 
 # --- answers ------------------------------------------------------------------------------
@@ -292,16 +325,47 @@ async def _alert(request: Request, app: App) -> Response:
         return _rate_limited(wait, "alerts")
     # webhook() keys the alert by a hash of its level, title and body.
     key = alert.dedup_key
-    claimed = app.store.claim_alert(key, app.clock.now(), ALERT_DEDUP_WINDOW)
-    if not claimed and key not in app.undelivered:
+    now = app.clock.now()
+    if not _take_alert(app, key, now):
         return _json(200, {"deduplicated": True})
     deliveries = await app.notifier.send(alert)
     results = [
         {"channel": d.channel, "ok": d.ok, "detail": log.redact(d.detail)} for d in deliveries
     ]
     delivered = any(d.ok for d in deliveries)
-    app.note_delivery(key, delivered)
+    mark = UNDELIVERED_ALERT + key
+    if delivered:
+        app.store.close_episode(mark)
+    else:
+        app.store.mark_episode_alerted(mark, app.clock.now())  # "alerted" here: failed at
     return _json(200 if delivered else 502, {"delivered": delivered, "channels": results})
+
+
+def _take_alert(app: App, key: str, now: datetime) -> bool:
+    """True if this request is the one to send the alert; False for a duplicate.
+
+    The claim in the store makes a repeat within a minute a duplicate, and a claim cannot be
+    undone; so while it is sent the alert also carries a mark in the store (an episode): open
+    while sending, closed once a channel took it, stamped when every channel failed. A repeat
+    that finds the mark of a failed send — or of a send older than any request lives, killed
+    before it could say how it went (Lambda's timeout) — takes it over and sends again; only
+    one repeat can take it. A repeat while the first is still being sent is a duplicate.
+    """
+    mark = UNDELIVERED_ALERT + key
+    if app.store.claim_alert(key, now, ALERT_DEDUP_WINDOW):
+        app.store.close_episode(mark)  # a mark left from an earlier window says nothing now
+    elif not _take_failed(app, mark, now):
+        return False
+    app.store.open_episode(mark, now)
+    return True
+
+
+def _take_failed(app: App, mark: str, now: datetime) -> bool:
+    for episode in app.store.open_episodes(mark):
+        if episode.key == mark:
+            sending = episode.alerted_at is None and now - episode.opened_at < _SEND_LIFETIME
+            return not sending and app.store.close_episode(mark) is not None
+    return False
 
 
 def _status(request: Request, app: App) -> Response:

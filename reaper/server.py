@@ -31,7 +31,16 @@ from reaper import log
 from reaper.clock import Clock, SystemClock
 from reaper.config import ConfigError, Settings
 from reaper.heartbeat import watch_pass
-from reaper.http import MAX_BODY, App, Limits, Request, Response, handle, redact_path
+from reaper.http import (
+    MAX_BODY,
+    REQUEST_CHANNEL_OPTIONS,
+    App,
+    Limits,
+    Request,
+    Response,
+    handle,
+    redact_path,
+)
 from reaper.notify.base import Notifier
 from reaper.notify.messages import humanize
 from reaper.providers.base import ProviderClient
@@ -426,7 +435,10 @@ def serve_command(settings: Settings, host: str, port: int) -> int:
         sock.close()
         raise ConfigError("REAPER_STATE", f"cannot open {settings.state.location}: {exc}") from None
     clock = SystemClock()
+    # The schedules wait for a slow channel (nobody waits on them); requests do not: the
+    # kit's curl gives up after 5 s, and /alert must answer with the result per channel.
     notifier: Notifier = make_notifier(settings)
+    request_notifier: Notifier = make_notifier(settings, options=REQUEST_CHANNEL_OPTIONS)
     channels: list[str] = list(channels_configured(settings))
     clients: list[ProviderClient] = list(make_clients(settings)) if settings.accounts else []
 
@@ -437,7 +449,7 @@ def serve_command(settings: Settings, host: str, port: int) -> int:
     asgi = build_asgi(
         settings,
         store,
-        notifier,
+        request_notifier,
         clock,
         channels=channels,
         jobs=serve_jobs(settings, store, notifier, clock, clients),

@@ -154,6 +154,21 @@ def raw_request(port: int, head: str, body: bytes = b"") -> tuple[int, bytes]:
     return int(status_line.split()[1]), payload
 
 
+@contextmanager
+def silent_server() -> Iterator[str]:
+    """The base URL of a loopback server that takes connections and never answers: an alert
+    channel that hangs (the kernel completes the handshake; nobody ever reads or replies)."""
+    import socket
+
+    hole = socket.socket()
+    try:
+        hole.bind(("127.0.0.1", 0))
+        hole.listen(16)
+        yield f"http://127.0.0.1:{hole.getsockname()[1]}"
+    finally:
+        hole.close()
+
+
 def watch_with_providers(app: Served, **kwargs: Any) -> WatchReport:
     """One watch pass with real provider clients (made and closed inside the pass's loop)."""
     from reaper.providers import HttpOptions, make_clients

@@ -5,14 +5,18 @@ from __future__ import annotations
 
 import base64
 import json
+import time
 from collections.abc import Iterator
 from typing import Any
 
 import pytest
 
+import handlers.http
 from handlers.http import handler
+from reaper.notify import ChannelOptions
 from tests.aws_support import Account, aws_account, http_event, json_lines
 from tests.fakes.bark import BarkFake
+from tests.heartbeat_support import silent_server
 
 PING_KEY = "ping-key-lambda-7Qx"
 ADMIN_KEY = "admin-key-lambda-9Zr"
@@ -117,6 +121,37 @@ def test_an_alert_reaches_bark(account: Account) -> None:
         again = call(event)
         assert body_json(again).get("deduplicated") is True
         assert len(bark.pushes) == 1
+
+
+def test_a_hanging_channel_is_answered_before_the_function_times_out(
+    account: Account, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The function's timeout is 10 s: a channel that does not answer must not outlive it
+    (the answer would be lost, and the claim made before sending would swallow the retry)."""
+    tiny = ChannelOptions(timeout=0.2, max_attempts=1, deadline=0.3)
+    monkeypatch.setattr(handlers.http, "REQUEST_CHANNEL_OPTIONS", tiny)
+    with silent_server() as url:
+        account.put_secret("BARK_URL", f"{url}/devicekey123")
+        started = time.monotonic()
+        result = call(http_event("POST", f"/alert/{PING_KEY}", body='{"text": "job failed"}'))
+        assert time.monotonic() - started < 3  # the channel deadline, not the 6 s backstop
+    assert result["statusCode"] == 502
+    [channel] = body_json(result)["channels"]
+    assert channel["channel"] == "bark" and "no answer within 0.2s" in channel["detail"]
+
+
+def test_a_failed_alert_is_sent_again_by_another_container(account: Account) -> None:
+    """The dedup claim lives in DynamoDB; so does the mark that releases it after a failure."""
+    with BarkFake() as bark:
+        account.put_secret("BARK_URL", bark.bark_url)
+        event = http_event("POST", f"/alert/{PING_KEY}", body='{"text": "disk full"}')
+        bark.fail(status=500, times=2)  # both attempts
+        assert call(event)["statusCode"] == 502
+        handlers.http.reset()  # the retry lands in another container
+        retry = call(event)
+        assert (retry["statusCode"], body_json(retry)["delivered"]) == (200, True)
+        assert body_json(call(event)) == {"deduplicated": True}
+        assert [push["title"] for push in bark.pushes] == ["disk full"]
 
 
 def test_no_channel_is_503(account: Account) -> None:

@@ -2,16 +2,35 @@
 
 from __future__ import annotations
 
+import asyncio
 import json
+import re
+import time
 from collections.abc import Iterator
 from datetime import timedelta
 from pathlib import Path
+from typing import Any
 
 import pytest
 
-from reaper.http import ALERT_LIMIT
+from reaper.clock import FakeClock
+from reaper.config import Settings
+from reaper.heartbeat import UNDELIVERED_ALERT
+from reaper.http import (
+    ALERT_LIMIT,
+    REQUEST_CHANNEL_OPTIONS,
+    REQUEST_SEND_BUDGET,
+    App,
+    Request,
+    Response,
+    handle,
+)
 from reaper.models import Alert, Delivery
-from tests.heartbeat_support import KEY, FailingNotifier, Served, make_settings, served
+from reaper.notify.base import Notifier, RecordingNotifier
+from reaper.store.sqlite import SQLiteStore
+from tests.heartbeat_support import KEY, WIDE, FailingNotifier, Served, make_settings, served
+
+ROOT = Path(__file__).resolve().parent.parent
 
 URL = f"/alert/{KEY}"
 
@@ -161,3 +180,151 @@ def test_a_retry_after_a_502_is_sent_again_not_deduplicated(tmp_path: Path) -> N
         again = app.http.post(URL, json={"text": "disk full"})
         assert again.json() == {"deduplicated": True}
     assert len(notifier.alerts) == 2
+
+
+# --- the request's budget and the release of the dedup claim ------------------------------
+
+
+class HangingNotifier:
+    """A channel that never answers (the request's budget must end the wait)."""
+
+    def __init__(self) -> None:
+        self.alerts: list[Alert] = []
+
+    async def send(self, alert: Alert) -> list[Delivery]:
+        self.alerts.append(alert)
+        await asyncio.Event().wait()
+        raise AssertionError("unreachable")
+
+
+class SlowNotifier(RecordingNotifier):
+    """Delivers, but only after the other requests of the test had their turn."""
+
+    async def send(self, alert: Alert) -> list[Delivery]:
+        for _ in range(10):
+            await asyncio.sleep(0)
+        return await super().send(alert)
+
+
+def _alert_request(text: str = "job failed") -> Request:
+    return Request(
+        "POST", URL, {"content-type": "application/json"}, json.dumps({"text": text}).encode()
+    )
+
+
+def _app(
+    settings: Settings,
+    store: SQLiteStore,
+    notifier: Notifier,
+    clock: FakeClock | None = None,
+    **kwargs: Any,
+) -> App:
+    """One process (a Lambda container, or `reaper serve`) over the shared store."""
+    fake = clock or FakeClock()
+    return App(settings, store, notifier, fake, channels=("bark",), limits=WIDE, **kwargs)
+
+
+def test_a_hanging_channel_is_answered_within_the_request_budget(tmp_path: Path) -> None:
+    """On Lambda a request still waiting at 10 s is killed and its answer lost."""
+    settings = make_settings(tmp_path)
+    store = SQLiteStore(settings.state.location)
+    started = time.monotonic()
+    response = asyncio.run(
+        handle(_alert_request(), _app(settings, store, HangingNotifier(), send_budget=0.2))
+    )
+    assert time.monotonic() - started < 5
+    assert response.status == 502
+    [channel] = json.loads(response.body)["channels"]
+    assert channel["ok"] is False and "0.2s" in channel["detail"]
+    # The failure released the dedup claim: a retry within the minute, even one that lands
+    # in another process (another Lambda container), is sent, and only then deduplicated.
+    elsewhere = RecordingNotifier()
+    retry = asyncio.run(handle(_alert_request(), _app(settings, store, elsewhere)))
+    assert json.loads(retry.body)["delivered"] is True
+    again = asyncio.run(handle(_alert_request(), _app(settings, store, elsewhere)))
+    assert json.loads(again.body) == {"deduplicated": True}
+    assert [a.title for a in elsewhere.alerts] == ["job failed"]
+
+
+def test_a_request_killed_mid_send_does_not_swallow_the_retry(tmp_path: Path) -> None:
+    """Lambda kills a request at its timeout: it never gets to say the alert failed. A
+    repeat while a send may still be running is a duplicate; after that it is sent again."""
+    settings = make_settings(tmp_path)
+    store = SQLiteStore(settings.state.location)
+    clock = FakeClock()
+
+    async def killed() -> None:
+        app = _app(settings, store, HangingNotifier(), clock=clock)
+        await asyncio.wait_for(handle(_alert_request(), app), 0.1)
+
+    with pytest.raises(TimeoutError):
+        asyncio.run(killed())
+    elsewhere = RecordingNotifier()
+    early = asyncio.run(handle(_alert_request(), _app(settings, store, elsewhere, clock=clock)))
+    assert json.loads(early.body) == {"deduplicated": True}
+    clock.advance(timedelta(seconds=15))
+    retry = asyncio.run(handle(_alert_request(), _app(settings, store, elsewhere, clock=clock)))
+    assert (retry.status, len(elsewhere.alerts)) == (200, 1)
+
+
+def test_a_duplicate_while_the_first_is_being_sent_is_deduplicated(tmp_path: Path) -> None:
+    """Eight ranks of a failed job send the same text at once: one message."""
+    settings = make_settings(tmp_path)
+    store = SQLiteStore(settings.state.location)
+    notifier = SlowNotifier()
+
+    async def at_once() -> list[Response]:
+        app = _app(settings, store, notifier)
+        return list(await asyncio.gather(*(handle(_alert_request(), app) for _ in range(8))))
+
+    answers = [json.loads(r.body) for r in asyncio.run(at_once())]
+    assert answers.count({"deduplicated": True}) == 7
+    assert len(notifier.alerts) == 1
+
+
+def test_two_retries_at_once_send_the_failed_alert_once(tmp_path: Path) -> None:
+    settings = make_settings(tmp_path)
+    store = SQLiteStore(settings.state.location)
+    failed = asyncio.run(handle(_alert_request(), _app(settings, store, FailingNotifier())))
+    assert failed.status == 502
+    notifier = SlowNotifier()
+
+    async def both() -> list[Response]:
+        app = _app(settings, store, notifier)
+        return list(
+            await asyncio.gather(handle(_alert_request(), app), handle(_alert_request(), app))
+        )
+
+    answers = [json.loads(r.body) for r in asyncio.run(both())]
+    assert {"deduplicated": True} in answers
+    assert [a.get("delivered") for a in answers].count(True) == 1
+    assert len(notifier.alerts) == 1
+
+
+def test_the_watch_pass_drops_undelivered_marks_nobody_came_back_for(tmp_path: Path) -> None:
+    with served(make_settings(tmp_path), notifier=FailingNotifier()) as app:
+        assert app.http.post(URL, json={"text": "lost"}).status_code == 502
+        assert len(app.store.open_episodes(UNDELIVERED_ALERT)) == 1
+        app.advance(minutes=59)
+        app.watch()
+        assert len(app.store.open_episodes(UNDELIVERED_ALERT)) == 1
+        app.advance(minutes=1)
+        app.watch()
+        assert app.store.open_episodes(UNDELIVERED_ALERT) == []
+
+
+def test_the_request_budget_fits_the_kit_and_the_lambda() -> None:
+    """The channel deadline under the kit's curl timeout (the instance hears the real answer),
+    the request's own budget under the HTTP function's timeout (serverless.yml)."""
+    options = REQUEST_CHANNEL_OPTIONS
+    worst = options.max_attempts * options.timeout + options.backoff_base * (
+        options.max_attempts - 1
+    )
+    assert worst <= options.deadline
+    common = (ROOT / "infra" / "instance" / "common.sh").read_text()
+    kit = re.search(r"KIT_HTTP_TIMEOUT=\$\{KIT_HTTP_TIMEOUT:-(\d+)\}", common)
+    assert kit is not None and options.deadline < int(kit.group(1))
+    serverless = (ROOT / "serverless.yml").read_text()
+    lambda_timeout = re.search(r"timeout: (\d+)", serverless[serverless.index("  http:\n") :])
+    assert lambda_timeout is not None
+    assert options.deadline < REQUEST_SEND_BUDGET <= int(lambda_timeout.group(1)) - 3
