@@ -61,6 +61,8 @@ _NO_REAP_YET = "reaper:no-reap-yet"
 UNDELIVERED_ALERT = "alert-undelivered:"
 # A mark matters only within the alert's one-minute dedup window; older ones are dropped.
 _UNDELIVERED_KEPT = timedelta(hours=1)
+# How long a retired monitor stays after it was last heard from (see prune_retired).
+RETIRED_KEPT = timedelta(days=7)
 
 
 def valid_host(host: str) -> bool:
@@ -197,17 +199,44 @@ async def record_ping(
         if current is None and ping.kind == "bye":
             return PingOutcome(accepted=True)  # nothing to retire
         transition = apply_ping(current, ping, now, guarded=guarded)
-        if current is not None:
-            store.put_monitor(transition.monitor)
-        elif not store.create_monitor(transition.monitor, settings.max_monitors):
-            if store.get_monitor(ping.host) is not None:
-                continue  # created meanwhile by another process: apply to that one
+        placed = _place(store, current, transition.monitor, settings.max_monitors)
+        if placed is None:
+            continue  # created meanwhile by another process: apply to that one
+        if not placed:
             return PingOutcome(accepted=False, reason=_cap_reason(settings))
         if transition.alert is not None:
             log.event("monitor", host=ping.host, change=transition.alert.event)
             await notifier.send(transition.alert)
         return PingOutcome(accepted=True, monitor=transition.monitor, alert=transition.alert)
     return PingOutcome(accepted=False, reason=_cap_reason(settings))
+
+
+def _place(store: Store, current: Monitor | None, monitor: Monitor, limit: int) -> bool | None:
+    """Write the monitor. A first ping and a retired monitor coming back both take a place
+    under REAPER_MAX_MONITORS: otherwise ping + bye + ping on the same names would walk past
+    the cap. True if written, False if the cap refused it (a refused revival leaves the
+    retired monitor as it was), None if another process created the host meanwhile."""
+    reviving = current is not None and current.status == "retired" and monitor.status != "retired"
+    if current is not None and not reviving:
+        store.put_monitor(monitor)
+        return True
+    if reviving:
+        store.delete_monitor(monitor.host)  # create_monitor counts, and wants a new host
+    if store.create_monitor(monitor, limit):
+        return True
+    if store.get_monitor(monitor.host) is not None:
+        return None
+    if current is not None:
+        store.put_monitor(current)
+    return False
+
+
+def prune_retired(settings: Settings, store: Store, now: datetime) -> int:
+    """Retired monitors watch nothing. They stay for `reaper status` a week after they were
+    last heard from, and only the REAPER_MAX_MONITORS most recently heard: ping + bye on new
+    names with a leaked key cannot grow the store without bound, while a fleet of short-lived
+    instances churns freely (a retired monitor never takes a place under the cap)."""
+    return store.delete_retired(now - RETIRED_KEPT, keep=settings.max_monitors)
 
 
 # --- the cross-check ----------------------------------------------------------------------
@@ -299,6 +328,8 @@ class WatchReport:
     alerts: list[Alert] = field(default_factory=list)
     errors: list[ListingError] = field(default_factory=list)
     cross_checked: list[str] = field(default_factory=list)
+    # Retired monitors deleted by this pass (prune_retired).
+    pruned: int = 0
 
     @property
     def exit_code(self) -> int:
@@ -534,8 +565,10 @@ def _watch_reaper(p: _Pass) -> None:
 
 
 def _housekeeping(p: _Pass) -> None:
-    """What nobody else cleans up, once a minute: undelivered-alert marks nobody came back
-    for (a leaked key sending distinct alerts while the channels fail must not grow the store)."""
+    """What nobody else cleans up, once a minute: retired monitors past their stay, and
+    undelivered-alert marks nobody came back for (a leaked key sending distinct alerts while
+    the channels fail must not grow the store either)."""
+    p.report.pruned = prune_retired(p.settings, p.store, p.now)
     for episode in p.store.open_episodes(UNDELIVERED_ALERT):
         if p.now - episode.opened_at >= _UNDELIVERED_KEPT:
             p.store.close_episode(episode.key)
@@ -603,6 +636,7 @@ async def watch_pass(
         down=len(report.down),
         alerts=len(report.alerts),
         errors=len(report.errors),
+        pruned=report.pruned,
     )
     return report
 

@@ -27,6 +27,7 @@ from reaper.heartbeat import (
     UNDELIVERED_ALERT,
     Ping,
     PingKind,
+    prune_retired,
     record_ping,
     status_json,
     valid_host,
@@ -123,8 +124,21 @@ class App:
         self.per_client = TokenBuckets(self.limits.per_client, clock)
         self.per_host = TokenBuckets(self.limits.per_host, clock)
         self.alerts = TokenBuckets(self.limits.alerts, clock, max_keys=1)
+        # Retirements by `bye` since this process last pruned retired monitors: see
+        # `note_retired`.
+        self._retired_unpruned = 0
         # The ping key is in every ping path: make sure no log line can carry it.
         log.register_secrets(settings.secrets())
+
+    def note_retired(self) -> None:
+        """A `bye` retired a monitor. Every tenth of REAPER_MAX_MONITORS of them, prune the
+        retired monitors right here rather than wait for the watch pass: a ping + bye flood
+        with a leaked key then adds at most that many per process between two prunes, and a
+        prune (on DynamoDB one read of every monitor) is paid once per many byes."""
+        self._retired_unpruned += 1
+        if self._retired_unpruned >= max(1, self.settings.max_monitors // 10):
+            self._retired_unpruned = 0
+            prune_retired(self.settings, self.store, self.clock.now())
 
 
 class _Budgeted:
@@ -255,6 +269,8 @@ async def _ping(request: Request, app: App, host: str, suffix: str | None) -> Re
     outcome = await record_ping(app.settings, app.store, app.notifier, app.clock, ping)
     if not outcome.accepted:
         return _text(403, outcome.reason)
+    if outcome.monitor is not None and outcome.monitor.status == "retired":
+        app.note_retired()
     return _text(200, "OK")
 
 

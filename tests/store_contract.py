@@ -375,6 +375,33 @@ class StoreContract:
         assert store.get_monitor("a") is None
         assert [m.host for m in store.list_monitors()] == ["b"]
 
+    def test_delete_retired_drops_those_not_heard_from_since(self, store: Store) -> None:
+        store.put_monitor(Monitor(host="old", status="retired", created_at=T0))
+        store.put_monitor(
+            Monitor(host="pinged", status="retired", created_at=T0, last_ping_at=T0 + HOUR)
+        )
+        store.put_monitor(Monitor(host="live-old", status="down", created_at=T0))
+        assert store.delete_retired(before=T0 + MINUTE, keep=10) == 1
+        assert [m.host for m in store.list_monitors()] == ["live-old", "pinged"]
+
+    def test_delete_retired_keeps_the_most_recently_heard(self, store: Store) -> None:
+        for i in range(5):
+            heard = T0 + i * MINUTE
+            store.put_monitor(
+                Monitor(host=f"r{i}", status="retired", created_at=T0, last_ping_at=heard)
+            )
+        store.put_monitor(Monitor(host="live", status="up", created_at=T0))
+        assert store.delete_retired(before=T0, keep=2) == 3
+        assert [m.host for m in store.list_monitors()] == ["live", "r3", "r4"]
+        assert store.delete_retired(before=T0, keep=0) == 2
+        assert [m.host for m in store.list_monitors()] == ["live"]
+
+    def test_delete_retired_leaves_the_active_count_alone(self, store: Store) -> None:
+        assert store.create_monitor(Monitor(host="a", created_at=T0), limit=1)
+        store.put_monitor(Monitor(host="gone", status="retired", created_at=T0))
+        assert store.delete_retired(before=T0 + HOUR, keep=0) == 1
+        assert store.create_monitor(Monitor(host="b", created_at=T0), limit=1) is False
+
     def test_create_monitor_inserts(self, store: Store) -> None:
         monitor = Monitor(host="new-host", created_at=T0)
         assert store.create_monitor(monitor, limit=10) is True

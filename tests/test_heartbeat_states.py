@@ -140,20 +140,6 @@ def test_bye_for_an_unknown_host_creates_nothing(app: Served) -> None:
     assert app.store.get_monitor("never-seen") is None
 
 
-def test_the_first_ping_creates_monitors_up_to_the_cap(tmp_path: Path) -> None:
-    with served(make_settings(tmp_path, max_monitors=3)) as app:
-        for host in ("a", "b", "c"):
-            assert app.ping(host).status_code == 200
-        refused = app.ping("d")
-        assert refused.status_code == 403
-        assert "REAPER_MAX_MONITORS" in refused.text and refused.text.count("\n") == 1
-        assert app.store.get_monitor("d") is None
-        assert app.ping("a").status_code == 200  # existing monitors still ping
-        app.ping("c", "bye")  # a retired monitor frees its place
-        assert app.ping("d").status_code == 200
-        assert app.ping("c").status_code == 200  # revival is not a creation
-
-
 def test_silence_is_counted_from_when_the_server_started_listening(app: Served) -> None:
     """After a restart, pings that could not arrive are not held against anybody."""
     app.ping("box")

@@ -18,6 +18,23 @@ class ReadOnlyStoreError(RuntimeError):
     """A write was attempted on a store opened read-only (a dry run)."""
 
 
+def last_heard(monitor: Monitor) -> datetime:
+    """When a monitor was last heard from: its last ping (a bye is one), else its creation."""
+    return monitor.last_ping_at or monitor.created_at
+
+
+def retired_to_delete(heard: dict[str, datetime], before: datetime, keep: int) -> list[str]:
+    """Of retired monitors (host -> last heard), the hosts `delete_retired` deletes: those
+    heard from before `before`, and all but the `keep` most recently heard. One rule for every
+    backend."""
+    newest_first = sorted(heard, key=lambda host: (heard[host], host), reverse=True)
+    return [
+        host
+        for rank, host in enumerate(newest_first)
+        if rank >= max(0, keep) or heard[host] < before
+    ]
+
+
 class Store(Protocol):
     read_only: bool
 
@@ -87,6 +104,12 @@ class Store(Protocol):
         ...
 
     def delete_monitor(self, host: str) -> None: ...
+
+    def delete_retired(self, before: datetime, keep: int) -> int:
+        """Delete retired monitors last heard from before `before`, and those beyond the `keep`
+        most recently heard from (see `retired_to_delete`); how many were deleted. A monitor
+        revived meanwhile is never deleted."""
+        ...
 
     # --- alert de-duplication and episodes ----------------------------------------------
     def claim_alert(self, key: str, now: datetime, window: timedelta) -> bool:

@@ -49,7 +49,7 @@ from pydantic import BaseModel
 
 from reaper.clock import as_utc
 from reaper.models import AuditRecord, Episode, History, KeptInstance, Monitor, ReapRun
-from reaper.store.base import ReadOnlyStoreError
+from reaper.store.base import ReadOnlyStoreError, last_heard, retired_to_delete
 
 # A claim is kept at least this long (or its window, if longer), as the SQLite store keeps it,
 # so that a caller with a longer window than the last claimer's still sees a duplicate.
@@ -488,6 +488,27 @@ class DynamoDBStore:
     def delete_monitor(self, host: str) -> None:
         self._writable()
         self._replace_monitor(None, host)
+
+    def delete_retired(self, before: datetime, keep: int) -> int:
+        """One read of the monitors, then one delete per chosen monitor, conditional on its
+        still being retired (a ping may revive it meanwhile). Retired monitors are not in the
+        active counter, so the counter is left alone."""
+        self._writable()
+        heard: dict[str, datetime] = {}
+        for item in self._query("monitor"):
+            if item["status"]["S"] == "retired":
+                monitor = Monitor.model_validate_json(item["monitor"]["S"])
+                heard[monitor.host] = last_heard(monitor)
+        deleted = 0
+        for host in retired_to_delete(heard, as_utc(before), keep):
+            deleted += self._conditional(
+                "delete_item",
+                Key=_key("monitor", host),
+                ConditionExpression="#status = :retired",
+                ExpressionAttributeNames={"#status": "status"},
+                ExpressionAttributeValues={":retired": _s("retired")},
+            )
+        return deleted
 
     # --- alert de-duplication and episodes ------------------------------------------------
     def claim_alert(self, key: str, now: datetime, window: timedelta) -> bool:

@@ -26,7 +26,7 @@ from pydantic import BaseModel
 
 from reaper.clock import as_utc
 from reaper.models import AuditRecord, Episode, History, KeptInstance, Monitor, ReapRun
-from reaper.store.base import ReadOnlyStoreError
+from reaper.store.base import ReadOnlyStoreError, retired_to_delete
 
 SCHEMA_VERSION = 1
 BUSY_TIMEOUT_SECONDS = 5.0
@@ -406,6 +406,21 @@ class SQLiteStore:
     def delete_monitor(self, host: str) -> None:
         with self._write() as conn:
             conn.execute("DELETE FROM monitors WHERE host = ?", (host,))
+
+    def delete_retired(self, before: datetime, keep: int) -> int:
+        """One transaction: read the retired monitors' times, delete the chosen ones."""
+        with self._write() as conn:
+            rows = conn.execute(
+                "SELECT host, coalesce(json_extract(monitor, '$.last_ping_at'), "
+                "json_extract(monitor, '$.created_at')) FROM monitors WHERE status = 'retired'"
+            ).fetchall()
+            heard = {host: _dt(at) for host, at in rows}
+            doomed = retired_to_delete(heard, before, keep)
+            conn.executemany(
+                "DELETE FROM monitors WHERE host = ? AND status = 'retired'",
+                [(host,) for host in doomed],
+            )
+        return len(doomed)
 
     # --- alert de-duplication and episodes ------------------------------------------------
     def claim_alert(self, key: str, now: datetime, window: timedelta) -> bool:
