@@ -21,7 +21,9 @@ RUNPOD_KEY = "rp-lambda-key-0123456789"
 def runpod() -> Iterator[RunPodEmulator]:
     with RunPodEmulator({"main": RUNPOD_KEY}) as emulator:
         emulator.add_pod("pod-running", status="RUNNING")
-        emulator.add_pod("pod-stopped", status="EXITED", cost=0.0)
+        # Created (and last started) long before the stopped stretch the tests record.
+        long_ago = datetime.now(UTC) - timedelta(days=3)
+        emulator.add_pod("pod-stopped", status="EXITED", cost=0.0, created_at=long_ago)
         yield emulator
 
 
