@@ -19,7 +19,7 @@ from reaper import log
 from reaper.clock import parse_time
 from reaper.config import Account
 from reaper.models import Balance, Instance, ProviderName, State, Volume
-from reaper.providers.base import ProviderError, TerminateOutcome
+from reaper.providers.base import UNREADABLE_ID_PREFIX, ProviderError, TerminateOutcome
 from reaper.providers.http import HttpOptions, Requester, json_object
 from reaper.providers.parsing import (
     CleanStr,
@@ -125,16 +125,16 @@ def parse_pod(raw: object, account: str, position: int = 0) -> Instance:
     fleet stays whole) with what could be read and state "unknown" (so it is never reaped).
     """
     if not isinstance(raw, dict):
-        note_unreadable("runpod", account, f"unreadable-{position}", ["<not an object>"])
+        note_unreadable("runpod", account, f"{UNREADABLE_ID_PREFIX}{position}", ["<not an object>"])
         return Instance(
             provider="runpod",
             account=account,
-            id=f"unreadable-{position}",
+            id=f"{UNREADABLE_ID_PREFIX}{position}",
             state="unknown",
             raw_status="",
         )
     pod, unreadable = read_tolerantly(RawPod, raw)
-    pod_id = pod.id or f"unreadable-{position}"
+    pod_id = pod.id or f"{UNREADABLE_ID_PREFIX}{position}"
     status = raw_status(raw.get("status"), "status" in raw)
     state: State = STATUS_STATES.get(pod.status or "", "unknown")
     if unreadable or not pod.id:
@@ -270,7 +270,7 @@ class RunPodClient:
         listed by this key in the first place). 409 (a cluster member) and everything else are
         errors.
         """
-        if not instance_id or instance_id.startswith("unreadable-"):
+        if not instance_id or instance_id.startswith(UNREADABLE_ID_PREFIX):
             raise self.http.error(f"refusing to delete pod {instance_id!r}: not a pod id")
         reply = await self.http.request(
             "DELETE", f"{self.base_url}/pods/{quote(instance_id, safe='')}"

@@ -18,7 +18,7 @@ from pydantic import StrictInt, StrictStr
 
 from reaper.config import Account
 from reaper.models import Balance, Instance, ProviderName, State, Volume
-from reaper.providers.base import TerminateOutcome
+from reaper.providers.base import UNREADABLE_ID_PREFIX, TerminateOutcome
 from reaper.providers.http import HttpOptions, Requester, json_object
 from reaper.providers.parsing import (
     CleanStr,
@@ -94,21 +94,21 @@ class _RawVolume(RawModel):
 def parse_instance(raw: object, account: str, position: int = 0) -> Instance:
     """One instance of a listing as an `Instance`; never raises (see runpod.parse_pod)."""
     if not isinstance(raw, dict):
-        note_unreadable("vast", account, f"unreadable-{position}", ["<not an object>"])
+        note_unreadable("vast", account, f"{UNREADABLE_ID_PREFIX}{position}", ["<not an object>"])
         return Instance(
             provider="vast",
             account=account,
-            id=f"unreadable-{position}",
+            id=f"{UNREADABLE_ID_PREFIX}{position}",
             state="unknown",
             raw_status="",
         )
     inst, unreadable = read_tolerantly(RawVastInstance, raw)
-    instance_id = _id_text(inst.id) or f"unreadable-{position}"
+    instance_id = _id_text(inst.id) or f"{UNREADABLE_ID_PREFIX}{position}"
     present = "actual_status" in raw
     # A missing `actual_status` (a select_cols answer, a changed API) says nothing; only an
     # explicit null means "not yet started" in Vast's docs.
     state: State = STATUS_STATES.get(inst.actual_status, "unknown") if present else "unknown"
-    if unreadable or instance_id.startswith("unreadable-"):
+    if unreadable or instance_id.startswith(UNREADABLE_ID_PREFIX):
         state = "unknown"
         note_unreadable("vast", account, instance_id, unreadable or ["id"])
     return Instance(
