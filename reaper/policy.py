@@ -107,8 +107,8 @@ def _decide_stopped(
         return Decision(
             instance=inst,
             action="hold",
-            reason=f"stopped for {stopped_for}, but a cluster member: delete its cluster "
-            f"{inst.cluster_id} instead",
+            reason=f"stopped for {stopped_for}, but a member of cluster {inst.cluster_id!r}: "
+            "the pod endpoints cannot delete it; delete its cluster instead",
             due_at=terminate_at,
         )
     if settings.mode == "observe":
