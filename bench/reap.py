@@ -124,7 +124,13 @@ def _populate(runpod: Any, vast: Any, state: str) -> None:
     for i in range(PER_PROVIDER):
         due = i < DUE_PER_PROVIDER
         status = "EXITED" if due or i % 3 == 0 else "RUNNING"
-        pod = runpod.add_pod(f"bench{i:05d}pod", name=f"job-{i}", status=status, gpu_utils=[50])
+        pod = runpod.add_pod(
+            f"bench{i:05d}pod",
+            name=f"job-{i}",
+            status=status,
+            gpu_utils=[50],
+            created_at=NOW - timedelta(days=7),
+        )
         vid = vast.add_instance(
             500_000 + i,
             label=f"job-{i}",

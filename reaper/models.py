@@ -41,7 +41,7 @@ class Instance(BaseModel):
     have no field here.
     """
 
-    model_config = ConfigDict(frozen=True, extra="forbid")
+    model_config = ConfigDict(frozen=True, extra="forbid", defer_build=True)
 
     provider: ProviderName
     account: str
@@ -77,7 +77,7 @@ class Instance(BaseModel):
 class KeptInstance(BaseModel):
     """An instance spared by `reaper keep`, optionally until a time."""
 
-    model_config = ConfigDict(frozen=True)
+    model_config = ConfigDict(frozen=True, defer_build=True)
 
     key: str
     since: datetime
@@ -96,7 +96,7 @@ class History(BaseModel):
     the stretch's start belongs to an earlier stretch and does not count.
     """
 
-    model_config = ConfigDict(frozen=True)
+    model_config = ConfigDict(frozen=True, defer_build=True)
 
     first_seen_stopped: dict[str, datetime] = Field(default_factory=dict)
     warned_at: dict[str, datetime] = Field(default_factory=dict)
@@ -106,7 +106,7 @@ class History(BaseModel):
 class Decision(BaseModel):
     """What the policy decided for one instance, and why, in words a human reads."""
 
-    model_config = ConfigDict(frozen=True)
+    model_config = ConfigDict(frozen=True, defer_build=True)
 
     instance: Instance
     action: Action
@@ -124,7 +124,7 @@ class ClockChange(BaseModel):
     one starts now.
     """
 
-    model_config = ConfigDict(frozen=True)
+    model_config = ConfigDict(frozen=True, defer_build=True)
 
     key: str
     change: Literal["start", "reset", "restart"]
@@ -134,7 +134,7 @@ class ClockChange(BaseModel):
 class Plan(BaseModel):
     """The policy's whole answer for one pass."""
 
-    model_config = ConfigDict(frozen=True)
+    model_config = ConfigDict(frozen=True, defer_build=True)
 
     decisions: list[Decision]
     clock_changes: list[ClockChange]
@@ -148,7 +148,7 @@ class Plan(BaseModel):
 class AuditRecord(BaseModel):
     """One termination, kept for `reaper audit`: what, why, when, confirmed."""
 
-    model_config = ConfigDict(frozen=True)
+    model_config = ConfigDict(frozen=True, defer_build=True)
 
     provider: ProviderName
     account: str
@@ -173,7 +173,7 @@ class AuditRecord(BaseModel):
 class ReapRun(BaseModel):
     """The summary of a completed reap pass; the watcher alerts when these stop coming."""
 
-    model_config = ConfigDict(frozen=True)
+    model_config = ConfigDict(frozen=True, defer_build=True)
 
     at: datetime
     finished_at: datetime
@@ -192,7 +192,7 @@ MonitorStatus = Literal["new", "up", "down", "retired"]
 class Monitor(BaseModel):
     """A heartbeat monitor: one host pinging `/ping/<key>/<host>`."""
 
-    model_config = ConfigDict(frozen=True)
+    model_config = ConfigDict(frozen=True, defer_build=True)
 
     host: str
     status: MonitorStatus = "new"
@@ -213,7 +213,7 @@ class Monitor(BaseModel):
 class Alert(BaseModel):
     """One message for the phone. `dedup_key` groups repeats of the same condition (Bark `id`)."""
 
-    model_config = ConfigDict(frozen=True)
+    model_config = ConfigDict(frozen=True, defer_build=True)
 
     title: str
     body: str = ""
@@ -227,7 +227,7 @@ class Alert(BaseModel):
 class Delivery(BaseModel):
     """The result of sending one alert through one channel."""
 
-    model_config = ConfigDict(frozen=True)
+    model_config = ConfigDict(frozen=True, defer_build=True)
 
     channel: str
     ok: bool
@@ -239,7 +239,7 @@ class Episode(BaseModel):
     reaper). Alerting per episode, not per pass, is what keeps a condition from becoming an
     alert storm."""
 
-    model_config = ConfigDict(frozen=True)
+    model_config = ConfigDict(frozen=True, defer_build=True)
 
     key: str
     opened_at: datetime
@@ -248,7 +248,7 @@ class Episode(BaseModel):
 
 
 class Balance(BaseModel):
-    model_config = ConfigDict(frozen=True)
+    model_config = ConfigDict(frozen=True, defer_build=True)
 
     provider: ProviderName
     account: str
@@ -260,7 +260,7 @@ class Balance(BaseModel):
 class Volume(BaseModel):
     """A network volume (RunPod) or a volume (Vast), for the leak guards."""
 
-    model_config = ConfigDict(frozen=True)
+    model_config = ConfigDict(frozen=True, defer_build=True)
 
     provider: ProviderName
     account: str

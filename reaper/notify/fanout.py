@@ -17,14 +17,15 @@ import ssl
 import time
 from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass, field
-from typing import Any, Literal, Protocol
-
-import httpx
+from typing import TYPE_CHECKING, Any, Literal, Protocol
 
 from reaper import log
 from reaper.config import Settings
 from reaper.models import Alert, Delivery
 from reaper.notify.base import LogNotifier, Notifier
+
+if TYPE_CHECKING:
+    import httpx
 
 
 def _real_sleep(seconds: float) -> Awaitable[None]:
@@ -131,6 +132,8 @@ async def _post_with_retries(
     outcome: _Outcome,
 ) -> Verdict:
     """Send one request until it succeeds, fails for good, or runs out of attempts."""
+    import httpx  # with the first delivery: a ping never pays for the HTTP client's import
+
     verdict = Verdict("fail", "not sent")
     limit = max(1, options.max_attempts)
     attempts = 0
@@ -166,6 +169,8 @@ async def _post_with_retries(
 @functools.cache
 def _tls() -> ssl.SSLContext:
     """Loading the CA bundle costs ~100 ms of CPU; one context serves every client."""
+    import httpx
+
     return httpx.create_ssl_context()
 
 
@@ -174,6 +179,8 @@ async def _deliver(
 ) -> None:
     """Fills `outcome` as it goes, so that a deadline cutting this short still reports what
     was tried."""
+    import httpx
+
     requests = channel.requests(alert)
     outcome.parts = len(requests)
     async with httpx.AsyncClient(

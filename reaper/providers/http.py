@@ -56,7 +56,7 @@ class HttpOptions:
     backoff_base: float = 0.5
     backoff_cap: float = 10.0
     retry_after_cap: float = 30.0
-    max_concurrency: int = 16
+    max_concurrency: int = 8
     min_concurrency: int = 1
 
     def __post_init__(self) -> None:
