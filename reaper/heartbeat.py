@@ -40,7 +40,7 @@ from typing import Any, Literal
 from reaper import log
 from reaper.clock import Clock, SystemClock, iso
 from reaper.config import Settings
-from reaper.models import Alert, Instance, Monitor, ProviderName, ReapRun
+from reaper.models import Alert, History, Instance, Monitor, ProviderName, ReapRun
 from reaper.notify import messages
 from reaper.notify.base import Notifier
 from reaper.providers.base import ProviderClient, ProviderError
@@ -676,7 +676,28 @@ def status_json(settings: Settings, store: Store, now: datetime) -> dict[str, An
         "monitors": [monitor_json(m, settings, now) for m in monitors],
         "reaping": bool(settings.accounts),
         "last_reap": None if last is None else json.loads(last.model_dump_json()),
+        "fleet": fleet_json(store.history(), settings, now),
     }
+
+
+def fleet_json(history: History, settings: Settings, now: datetime) -> dict[str, Any]:
+    """The fleet as the store knows it between passes: what is stopped since when, when it
+    becomes due, which were warned, which are kept (the live listing is `reaper reap --dry-run`)."""
+    stopped = [
+        {
+            "instance": key,
+            "stopped_since": iso(since),
+            "due_at": iso(since + settings.stopped_ttl),
+            "warned_at": iso(history.warned_at.get(key)),
+        }
+        for key, since in sorted(history.first_seen_stopped.items(), key=lambda kv: kv[1])
+    ]
+    kept = [
+        {"instance": k.key, "since": iso(k.since), "until": iso(k.until)}
+        for k in sorted(history.kept.values(), key=lambda k: k.key)
+        if k.active(now)
+    ]
+    return {"stopped": stopped, "kept": kept}
 
 
 def _status_lines(data: dict[str, Any]) -> list[str]:
@@ -686,6 +707,16 @@ def _status_lines(data: dict[str, Any]) -> list[str]:
         state = "overdue" if m["overdue"] else m["status"]
         job = f"  job running since {m['job_started_at']}" if m["job_running"] else ""
         lines.append(f"  {m['host']:<40} {state:<8} last ping {m['last_ping_at'] or 'never'}{job}")
+    fleet = data["fleet"]
+    lines.append(f"stopped instances: {len(fleet['stopped'])}, kept: {len(fleet['kept'])}")
+    for item in fleet["stopped"]:
+        warned = f", warned {item['warned_at']}" if item["warned_at"] else ""
+        lines.append(
+            f"  {item['instance']:<40} stopped since {item['stopped_since']}, "
+            f"due {item['due_at']}{warned}"
+        )
+    for item in fleet["kept"]:
+        lines.append(f"  {item['instance']:<40} kept until {item['until'] or 'further notice'}")
     last = data["last_reap"]
     if last is None:
         lines.append("last reap: none recorded" + ("" if data["reaping"] else " (reaping is off)"))
@@ -698,7 +729,7 @@ def _status_lines(data: dict[str, Any]) -> list[str]:
 
 
 def status_command(settings: Settings, json_output: bool) -> int:
-    """`reaper status`: monitors and the last reap, as the store knows them."""
+    """`reaper status`: monitors, the stopped fleet and the last reap, as the store knows them."""
     from reaper.store import open_store
 
     store = open_store(settings.state, read_only=True)

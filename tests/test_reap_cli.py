@@ -193,3 +193,19 @@ def test_a_state_path_that_cannot_be_created_is_a_config_error(tmp_path: Path) -
         result = cli(w, "reap", extra_env={"REAPER_STATE": f"sqlite:///{blocker}/state.db"})
         assert result.returncode == 2 and "Traceback" not in result.stderr
         assert "REAPER_STATE" in result.stderr
+
+
+def test_status_shows_the_stopped_fleet_as_the_state_knows_it(tmp_path: Path) -> None:
+    with world(tmp_path) as w:
+        pod = w.runpod.add_pod(status="EXITED")
+        w.run()
+        assert cli(w, "keep", "vast:77", "--for", "3d").returncode == 0
+        result = cli(w, "status", "--json")
+        assert result.returncode == 0, result.stderr
+        fleet = json.loads(result.stdout)["fleet"]
+        (stopped,) = fleet["stopped"]
+        assert stopped["instance"] == f"runpod:{pod}" and stopped["warned_at"] is None
+        assert stopped["stopped_since"] < stopped["due_at"]
+        assert [k["instance"] for k in fleet["kept"]] == ["vast:77"]
+        table = cli(w, "status")
+        assert f"runpod:{pod}" in table.stdout and "vast:77" in table.stdout
