@@ -15,11 +15,17 @@ import math
 import re
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
-from datetime import UTC, datetime
+from datetime import datetime
 from typing import Any
 
 from reaper.clock import iso
-from reaper.providers.emulator.server import EmulatorServer, Request, Response, status_title
+from reaper.providers.emulator.server import (
+    EmulatorServer,
+    FleetEntry,
+    Request,
+    Response,
+    status_title,
+)
 
 _POD_PATH = re.compile(r"^/v2/pods/([^/]+)$")
 _ACTIONS = {
@@ -33,16 +39,12 @@ _ACTIONS = {
 
 
 @dataclass
-class _Pod:
-    account: str
-    data: dict[str, Any]
+class _Pod(FleetEntry):
     running_cost: float
     gpu_utils: list[int]
-    # Reads left while a deleted pod is still listed as TERMINATED; None while it lives.
-    linger: int | None = None
 
 
-class RunPodEmulator(EmulatorServer):
+class RunPodEmulator(EmulatorServer[str, _Pod]):
     """Control API: `add_pod`, `set_status`, `modify_pod`, `add_raw_pod`, `remove_pod`,
     `add_network_volume`, `add_endpoint`, `set_balance`, `graphql_retired`, plus the shared
     knobs of `EmulatorServer`.
@@ -62,14 +64,15 @@ class RunPodEmulator(EmulatorServer):
         now: Callable[[], datetime] | None = None,
         host: str = "127.0.0.1",
     ) -> None:
-        super().__init__(keys, host=host)
-        self.delete_linger_reads = delete_linger_reads
-        self.delete_never_confirms = delete_never_confirms
+        super().__init__(
+            keys,
+            host=host,
+            delete_linger_reads=delete_linger_reads,
+            delete_never_confirms=delete_never_confirms,
+            now=now,
+        )
         # A status code (404, 410) makes the GraphQL endpoint answer as retired.
         self.graphql_retired: int | None = None
-        self._now = now or (lambda: datetime.now(UTC))
-        self._pods: dict[str, _Pod] = {}
-        self._raw: list[tuple[str, Any]] = []
         self._volumes: dict[str, list[dict[str, Any]]] = {}
         self._endpoints: dict[str, list[dict[str, Any]]] = {}
         self._balances: dict[str, dict[str, float | None]] = {}
@@ -141,10 +144,10 @@ class RunPodEmulator(EmulatorServer):
         if cluster_id is not None:
             data["cluster"] = {"id": cluster_id, "rank": 0}
         with self.lock:
-            self._pods[pod_id] = _Pod(
+            self._entries[pod_id] = _Pod(
                 account or self.default_account(), data, cost, list(gpu_utils or [0])
             )
-            self._apply_status(self._pods[pod_id], status)
+            self._apply_status(self._entries[pod_id], status)
             data.update(overrides)
         return pod_id
 
@@ -152,50 +155,23 @@ class RunPodEmulator(EmulatorServer):
         """Move a pod to `status` (any string, so unknown values can be tested); `cost`,
         `runtime`, `actions` and `ssh` follow as the spec describes for that status."""
         with self.lock:
-            pod = self._pods[pod_id]
+            pod = self._entries[pod_id]
             if cost is not None:
                 pod.running_cost = cost
             self._apply_status(pod, status)
 
     def set_gpu_utils(self, pod_id: str, utils: list[int]) -> None:
         with self.lock:
-            pod = self._pods[pod_id]
+            pod = self._entries[pod_id]
             pod.gpu_utils = list(utils)
             self._apply_status(pod, pod.data["status"])
 
-    def modify_pod(self, pod_id: str, **fields: Any) -> None:
-        """Set raw fields as they are (None included), e.g. to make a pod malformed."""
-        with self.lock:
-            self._pods[pod_id].data.update(fields)
-
-    def drop_field(self, pod_id: str, *names: str) -> None:
-        with self.lock:
-            for name in names:
-                self._pods[pod_id].data.pop(name, None)
-
-    def add_raw_pod(self, raw: Any, *, account: str | None = None) -> None:
-        """List `raw` verbatim (any JSON value), to test malformed answers."""
-        with self.lock:
-            self._raw.append((account or self.default_account(), raw))
-
-    def clear_raw_pods(self) -> None:
-        with self.lock:
-            self._raw.clear()
-
-    def remove_pod(self, pod_id: str) -> None:
-        with self.lock:
-            self._pods.pop(pod_id, None)
-
-    def pod(self, pod_id: str) -> dict[str, Any] | None:
-        with self.lock:
-            pod = self._pods.get(pod_id)
-            return dict(pod.data) if pod else None
-
-    def pod_ids(self, account: str | None = None) -> list[str]:
-        with self.lock:
-            return [
-                pid for pid, pod in self._pods.items() if account is None or pod.account == account
-            ]
+    modify_pod = EmulatorServer.modify_entry
+    add_raw_pod = EmulatorServer.add_raw_entry
+    clear_raw_pods = EmulatorServer.clear_raw_entries
+    remove_pod = EmulatorServer.remove_entry
+    pod = EmulatorServer.entry
+    pod_ids = EmulatorServer.entry_ids
 
     def add_network_volume(
         self,
@@ -349,7 +325,7 @@ class RunPodEmulator(EmulatorServer):
             include = request.query.get("includeClusterPods", "false").lower() == "true"
             return self._json(200, {"pods": self._listing(account, include)}, request)
         if kind == "get":
-            pod = self._find(account, self._pod_id(request))
+            pod = self._owned(account, self._pod_id(request))
             if pod is None:
                 return self.error(request, 404, "pod not found")
             return self._json(200, pod.data, request)
@@ -365,29 +341,20 @@ class RunPodEmulator(EmulatorServer):
         match = _POD_PATH.match(request.path.rstrip("/"))
         return match.group(1) if match else ""
 
-    def _find(self, account: str, pod_id: str) -> _Pod | None:
-        pod = self._pods.get(pod_id)
-        if pod is None or pod.account != account or pod.linger is not None:
-            return None
-        return pod
-
     def _listing(self, account: str, include_cluster: bool) -> list[Any]:
         listed: list[Any] = []
-        for pod_id, pod in list(self._pods.items()):
+        for pod_id, pod in list(self._entries.items()):
             if pod.account != account:
                 continue
             if "cluster" in pod.data and not include_cluster:
                 continue
-            listed.append(dict(pod.data))
-            if pod.linger is not None:
-                pod.linger -= 1
-                if pod.linger <= 0:
-                    del self._pods[pod_id]
-        listed += [raw for owner, raw in self._raw if owner == account]
+            listed.append(self._list_entry(pod_id, pod))
+        listed += self._raw_listed(account)
         return listed
 
     def _delete(self, request: Request, account: str) -> Response:
-        pod = self._find(account, self._pod_id(request))
+        pod_id = self._pod_id(request)
+        pod = self._owned(account, pod_id)
         if pod is None:
             return self.error(request, 404, "pod not found")
         if "cluster" in pod.data:
@@ -396,13 +363,12 @@ class RunPodEmulator(EmulatorServer):
                 409,
                 "pod belongs to a cluster and cannot be terminated via the pod endpoints",
             )
-        if self.delete_never_confirms:
-            self._apply_status(pod, "EXITED")
-        elif self.delete_linger_reads > 0:
-            self._apply_status(pod, "TERMINATED")
-            pod.linger = self.delete_linger_reads
-        else:
-            del self._pods[pod.data["id"]]
+        self._delete_entry(
+            pod_id,
+            pod,
+            stays=lambda p: self._apply_status(p, "EXITED"),
+            lingers=lambda p: self._apply_status(p, "TERMINATED"),
+        )
         return Response(204, b"", "application/json", {})
 
     def _graphql(self, request: Request, account: str) -> Response:
@@ -428,7 +394,7 @@ class RunPodEmulator(EmulatorServer):
             values["currentSpendPerHr"] = round(
                 sum(
                     float(p.data.get("cost") or 0.0)
-                    for p in self._pods.values()
+                    for p in self._entries.values()
                     if p.account == account
                 ),
                 4,

@@ -18,15 +18,32 @@ import sys
 import threading
 import time
 from collections import Counter
-from collections.abc import Mapping
+from collections.abc import Callable, Hashable, Mapping
 from dataclasses import dataclass, field
+from datetime import UTC, datetime
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from types import TracebackType
-from typing import Any, Literal, Self
+from typing import Any, Generic, Literal, Self, TypeVar
 from urllib.parse import parse_qs, urlsplit
 
 DownMode = Literal["refuse", "503"]
 ANY = "*"
+
+
+@dataclass
+class FleetEntry:
+    """One instance an emulator lists: whose it is and its JSON as the provider shows it."""
+
+    account: str
+    data: dict[str, Any]
+    # Reads left while a deleted entry is still listed; None while it lives.
+    linger: int | None = field(default=None, kw_only=True)
+
+
+# The provider's instance id (a RunPod pod id is a string, a Vast instance id an integer) and
+# what the emulator keeps of each instance.
+IdT = TypeVar("IdT", bound=Hashable)
+EntryT = TypeVar("EntryT", bound=FleetEntry)
 
 
 @dataclass
@@ -107,7 +124,7 @@ class _Server(ThreadingHTTPServer):
     request_queue_size = 256
     allow_reuse_address = True
 
-    def __init__(self, address: tuple[str, int], emulator: EmulatorServer) -> None:
+    def __init__(self, address: tuple[str, int], emulator: EmulatorServer[Any, Any]) -> None:
         self.emulator = emulator
         super().__init__(address, _Handler)
 
@@ -151,15 +168,25 @@ class _Handler(BaseHTTPRequestHandler):
     do_GET = do_POST = do_DELETE = do_PUT = do_PATCH = do_HEAD = _serve
 
 
-class EmulatorServer:
+class EmulatorServer(Generic[IdT, EntryT]):
     """The shared machinery; `RunPodEmulator` and `VastEmulator` supply routes and shapes.
 
     `keys` maps account name -> API key; each account sees only its own instances.
+    `delete_linger_reads`: a deleted instance stays listed for that many listings, then
+    disappears. `delete_never_confirms`: a delete is acknowledged but the instance stays.
     """
 
     provider = "emulator"
 
-    def __init__(self, keys: Mapping[str, str] | None = None, *, host: str = "127.0.0.1") -> None:
+    def __init__(
+        self,
+        keys: Mapping[str, str] | None = None,
+        *,
+        host: str = "127.0.0.1",
+        delete_linger_reads: int = 0,
+        delete_never_confirms: bool = False,
+        now: Callable[[], datetime] | None = None,
+    ) -> None:
         self.keys = dict(keys or {"1": f"{self.provider}-emulator-key-1"})
         if not self.keys:
             raise ValueError("an emulator needs at least one account key")
@@ -177,6 +204,11 @@ class EmulatorServer:
         self._port = 0
         self._quota: tuple[int, float] | None = None
         self._window: dict[str, tuple[float, int]] = {}
+        self.delete_linger_reads = delete_linger_reads
+        self.delete_never_confirms = delete_never_confirms
+        self._now = now or (lambda: datetime.now(UTC))
+        self._entries: dict[IdT, EntryT] = {}
+        self._raw: list[tuple[str, Any]] = []
 
     # ---- lifecycle -------------------------------------------------------------------------
 
@@ -290,6 +322,84 @@ class EmulatorServer:
     def _add(self, fault: _Fault) -> None:
         with self.lock:
             self._faults.append(fault)
+
+    # ---- fleet ----------------------------------------------------------------------------
+
+    def modify_entry(self, entry_id: IdT, **fields: Any) -> None:
+        """Set raw fields as they are (None included), e.g. to make an instance malformed."""
+        with self.lock:
+            self._entries[entry_id].data.update(fields)
+
+    def drop_field(self, entry_id: IdT, *names: str) -> None:
+        with self.lock:
+            for name in names:
+                self._entries[entry_id].data.pop(name, None)
+
+    def add_raw_entry(self, raw: Any, *, account: str | None = None) -> None:
+        """List `raw` verbatim (any JSON value) at the end of the listing, to test malformed
+        answers."""
+        with self.lock:
+            self._raw.append((account or self.default_account(), raw))
+
+    def clear_raw_entries(self) -> None:
+        with self.lock:
+            self._raw.clear()
+
+    def remove_entry(self, entry_id: IdT) -> None:
+        with self.lock:
+            self._entries.pop(entry_id, None)
+
+    def entry(self, entry_id: IdT) -> dict[str, Any] | None:
+        """A copy of the instance's JSON as it stands."""
+        with self.lock:
+            entry = self._entries.get(entry_id)
+            return dict(entry.data) if entry else None
+
+    def entry_ids(self, account: str | None = None) -> list[IdT]:
+        """The ids in the order they were added, of one account or of all."""
+        with self.lock:
+            return [
+                i
+                for i, entry in self._entries.items()
+                if account is None or entry.account == account
+            ]
+
+    def _owned(self, account: str, entry_id: IdT) -> EntryT | None:
+        """The account's live instance: another account's, or a deleted one, is not found."""
+        entry = self._entries.get(entry_id)
+        if entry is None or entry.account != account or entry.linger is not None:
+            return None
+        return entry
+
+    def _list_entry(self, entry_id: IdT, entry: EntryT) -> dict[str, Any]:
+        """The entry as a listing shows it; a deleted one that lingers counts down and goes."""
+        listed = dict(entry.data)
+        if entry.linger is not None:
+            entry.linger -= 1
+            if entry.linger <= 0:
+                del self._entries[entry_id]
+        return listed
+
+    def _raw_listed(self, account: str) -> list[Any]:
+        return [raw for owner, raw in self._raw if owner == account]
+
+    def _delete_entry(
+        self,
+        entry_id: IdT,
+        entry: EntryT,
+        *,
+        stays: Callable[[EntryT], None],
+        lingers: Callable[[EntryT], None],
+    ) -> None:
+        """Delete as the knobs say: acknowledged but still there (`stays` shapes it), listed
+        a few more reads (`lingers` shapes it), or gone at once."""
+        if self.delete_never_confirms:
+            stays(entry)
+        elif self.delete_linger_reads > 0:
+            lingers(entry)
+            entry.linger = self.delete_linger_reads
+        else:
+            del self._entries[entry_id]
 
     # ---- what happened ---------------------------------------------------------------------
 

@@ -16,26 +16,17 @@ import itertools
 import json
 import re
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass
-from datetime import UTC, datetime
+from datetime import datetime
 from typing import Any, Literal
 
-from reaper.providers.emulator.server import EmulatorServer, Request, Response
+from reaper.providers.emulator.server import EmulatorServer, FleetEntry, Request, Response
 
 _INSTANCE_PATH = re.compile(r"^/api/v0/instances/([^/]+)/?$")
 _THRESHOLDS = {"list": 1.0, "show": 2.0, "delete": 3.0, "volumes": 5.5}
 PAGE_MAX = 25
 
 
-@dataclass
-class _Instance:
-    account: str
-    data: dict[str, Any]
-    # Reads left while a destroyed instance is still listed; None while it lives.
-    linger: int | None = None
-
-
-class VastEmulator(EmulatorServer):
+class VastEmulator(EmulatorServer[int, FleetEntry]):
     """Control API: `add_instance`, `set_status`, `modify_instance`, `add_raw_instance`,
     `remove_instance`, `fail_page`, `add_volume`, `set_user`, plus the shared knobs.
 
@@ -59,14 +50,15 @@ class VastEmulator(EmulatorServer):
         now: Callable[[], datetime] | None = None,
         host: str = "127.0.0.1",
     ) -> None:
-        super().__init__(keys, host=host)
+        super().__init__(
+            keys,
+            host=host,
+            delete_linger_reads=delete_linger_reads,
+            delete_never_confirms=delete_never_confirms,
+            now=now,
+        )
         self.bad_key_mode = bad_key_mode
         self.rate_limit_body = rate_limit_body
-        self.delete_linger_reads = delete_linger_reads
-        self.delete_never_confirms = delete_never_confirms
-        self._now = now or (lambda: datetime.now(UTC))
-        self._instances: dict[int, _Instance] = {}
-        self._raw: list[tuple[str, Any]] = []
         self._volumes: dict[str, list[dict[str, Any]]] = {}
         self._users: dict[str, dict[str, Any]] = {}
         self._ids = itertools.count(1000)
@@ -96,7 +88,7 @@ class VastEmulator(EmulatorServer):
         with self.lock:
             if instance_id is None:
                 instance_id = next(self._ids)
-                while instance_id in self._instances:
+                while instance_id in self._entries:
                     instance_id = next(self._ids)
         storage_per_hour = round(storage_cost * disk_space / 720.0, 6)
         started = start_date if start_date is not None else self._now().timestamp()
@@ -160,8 +152,8 @@ class VastEmulator(EmulatorServer):
         }
         data.update(overrides)
         with self.lock:
-            self._instances[instance_id] = _Instance(account or self.default_account(), data)
-            self._shape(self._instances[instance_id])
+            self._entries[instance_id] = FleetEntry(account or self.default_account(), data)
+            self._shape(self._entries[instance_id])
         return instance_id
 
     def set_status(
@@ -172,46 +164,20 @@ class VastEmulator(EmulatorServer):
     ) -> None:
         """Set `actual_status` (any value, None included); `intended_status` only if given."""
         with self.lock:
-            inst = self._instances[instance_id]
+            inst = self._entries[instance_id]
             inst.data["actual_status"] = actual_status
             if intended_status is not None:
                 inst.data["intended_status"] = intended_status
             self._shape(inst)
 
-    def modify_instance(self, instance_id: int, **fields: Any) -> None:
-        with self.lock:
-            self._instances[instance_id].data.update(fields)
-
-    def drop_field(self, instance_id: int, *names: str) -> None:
-        with self.lock:
-            for name in names:
-                self._instances[instance_id].data.pop(name, None)
-
-    def add_raw_instance(self, raw: Any, *, account: str | None = None) -> None:
-        """List `raw` verbatim at the end of the listing, to test malformed answers."""
-        with self.lock:
-            self._raw.append((account or self.default_account(), raw))
-
-    def clear_raw_instances(self) -> None:
-        with self.lock:
-            self._raw.clear()
-
-    def remove_instance(self, instance_id: int) -> None:
-        with self.lock:
-            self._instances.pop(instance_id, None)
-
-    def instance(self, instance_id: int) -> dict[str, Any] | None:
-        with self.lock:
-            inst = self._instances.get(instance_id)
-            return dict(inst.data) if inst else None
+    modify_instance = EmulatorServer.modify_entry
+    add_raw_instance = EmulatorServer.add_raw_entry
+    clear_raw_instances = EmulatorServer.clear_raw_entries
+    remove_instance = EmulatorServer.remove_entry
+    instance = EmulatorServer.entry
 
     def instance_ids(self, account: str | None = None) -> list[int]:
-        with self.lock:
-            return sorted(
-                i
-                for i, inst in self._instances.items()
-                if account is None or inst.account == account
-            )
+        return sorted(self.entry_ids(account))
 
     def fail_page(self, page: int, status: int = 500, count: int = 1) -> None:
         """Page `page` (1 = the first, without `after_token`) of a listing answers `status`."""
@@ -270,7 +236,7 @@ class VastEmulator(EmulatorServer):
 
     # ---- status shaping --------------------------------------------------------------------
 
-    def _shape(self, inst: _Instance) -> None:
+    def _shape(self, inst: FleetEntry) -> None:
         """Keep `cur_state`, `ports` and the `instance` price breakdown consistent with the
         status, as a real instance shows them (the GPU price stays in `dph_total`)."""
         data = inst.data
@@ -369,7 +335,7 @@ class VastEmulator(EmulatorServer):
             if cursor is None or cursor.get("acct") != account:
                 return Response.json(400, {"error": "invalid_token", "msg": "invalid after_token"})
             after, page = int(cursor["after"]), int(cursor["page"])
-        mine = sorted((i, inst) for i, inst in self._instances.items() if inst.account == account)
+        mine = sorted((i, inst) for i, inst in self._entries.items() if inst.account == account)
         matches = _parse_filters(request.query.get("select_filters"))
         if isinstance(matches, str):
             return Response.json(400, {"success": False, "error": "invalid_args", "msg": matches})
@@ -377,14 +343,10 @@ class VastEmulator(EmulatorServer):
         chunk = remaining[:limit]
         items: list[Any] = []
         for instance_id, inst in chunk:
-            items.append(dict(inst.data))
-            if inst.linger is not None:
-                inst.linger -= 1
-                if inst.linger <= 0:
-                    del self._instances[instance_id]
+            items.append(self._list_entry(instance_id, inst))
         more = len(remaining) > limit
         if not more:
-            items += [raw for owner, raw in self._raw if owner == account]
+            items += self._raw_listed(account)
         next_token = (
             _encode_token({"after": chunk[-1][0], "page": page + 1, "acct": account})
             if more
@@ -392,9 +354,7 @@ class VastEmulator(EmulatorServer):
         )
         # "Total number of instances matching the filters" (show_instances.yaml): the filtered
         # set, plus the raw entries, which every listing ends with whatever the filter.
-        total = sum(1 for _, inst in mine if matches(inst.data)) + sum(
-            1 for owner, _ in self._raw if owner == account
-        )
+        total = sum(1 for _, inst in mine if matches(inst.data)) + len(self._raw_listed(account))
         labels: dict[str, int] = {}
         for _, inst in mine:
             label = inst.data.get("label") or ""
@@ -418,31 +378,30 @@ class VastEmulator(EmulatorServer):
             return Response.json(
                 400, {"success": False, "error": "invalid_args", "msg": "invalid instance_id"}
             )
-        inst = self._instances.get(int(raw_id))
-        if inst is None or inst.account != account or inst.linger is not None:
+        inst = self._owned(account, int(raw_id))
+        if inst is None:
             return Response.json(
                 404, {"success": False, "error": "not_found", "msg": "Instance not found"}
             )
         if request.kind == "show":
             return Response.json(200, {"instances": dict(inst.data)})
         if request.kind == "stop":
-            inst.data["actual_status"] = "stopped"
-            inst.data["intended_status"] = "stopped"
-            self._shape(inst)
+            self._stopped(inst)
             return Response.json(200, {"success": True})
-        if self.delete_never_confirms:
-            inst.data["actual_status"] = "stopped"
-            inst.data["intended_status"] = "stopped"
-            self._shape(inst)
-        elif self.delete_linger_reads > 0:
-            inst.data["actual_status"] = "exited"
-            inst.data["intended_status"] = "stopped"
-            self._shape(inst)
-            inst.data["cur_state"] = inst.data["next_state"] = "unloaded"
-            inst.linger = self.delete_linger_reads
-        else:
-            del self._instances[int(raw_id)]
+        self._delete_entry(int(raw_id), inst, stays=self._stopped, lingers=self._unloaded)
         return Response.json(200, {"success": True, "msg": "Instance destroyed successfully"})
+
+    def _stopped(self, inst: FleetEntry) -> None:
+        inst.data["actual_status"] = "stopped"
+        inst.data["intended_status"] = "stopped"
+        self._shape(inst)
+
+    def _unloaded(self, inst: FleetEntry) -> None:
+        """Destroyed but still listed: the container is gone, the record not yet."""
+        inst.data["actual_status"] = "exited"
+        inst.data["intended_status"] = "stopped"
+        self._shape(inst)
+        inst.data["cur_state"] = inst.data["next_state"] = "unloaded"
 
     # ---- shapes ----------------------------------------------------------------------------
 
