@@ -13,16 +13,13 @@ import pytest
 from reaper import log
 from reaper.http import redact_path
 from tests.heartbeat_support import ADMIN, KEY, make_settings, served
+from tests.log_support import json_log
 
 
 @pytest.fixture
 def lines() -> Iterator[io.StringIO]:
-    stream = io.StringIO()
-    log.configure(json_lines=True, stream=stream)
-    try:
+    with json_log() as stream:
         yield stream
-    finally:
-        log.configure()
 
 
 def test_no_request_puts_a_key_in_the_log(

@@ -27,6 +27,7 @@ from reaper.notify.telegram import TelegramChannel
 from tests.fakes import FakeSleep
 from tests.fakes.bark import BarkFake
 from tests.fakes.telegram import TelegramFake
+from tests.log_support import json_log
 
 
 @pytest.fixture
@@ -43,10 +44,8 @@ def bark() -> Iterator[BarkFake]:
 
 @pytest.fixture
 def log_stream() -> Iterator[io.StringIO]:
-    stream = io.StringIO()
-    log.configure(json_lines=True, stream=stream)
-    yield stream
-    log.configure()
+    with json_log() as stream:
+        yield stream
 
 
 def both(telegram: TelegramFake, bark: BarkFake) -> Settings:

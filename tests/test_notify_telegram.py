@@ -15,13 +15,13 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from reaper import log
 from reaper.config import Settings
 from reaper.models import Alert, AlertLevel, Delivery
 from reaper.notify import ChannelOptions, make_notifier
 from reaper.notify.telegram import Part, plain_text, render_html, split_text
 from tests.fakes import FakeSleep
 from tests.fakes.telegram import Entity, TelegramFake, parse_html, utf16_len
+from tests.log_support import json_log
 
 
 @pytest.fixture
@@ -37,10 +37,8 @@ def sleep() -> FakeSleep:
 
 @pytest.fixture
 def log_stream() -> Iterator[io.StringIO]:
-    stream = io.StringIO()
-    log.configure(json_lines=True, stream=stream)
-    yield stream
-    log.configure()
+    with json_log() as stream:
+        yield stream
 
 
 def send(

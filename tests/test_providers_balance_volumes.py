@@ -5,49 +5,22 @@ retirement is a ProviderError the caller treats as a warning); Vast's from `cred
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Awaitable, Callable
-from typing import TypeVar
 
 import pytest
 
 from reaper.config import Account
-from reaper.providers import HttpOptions, ProviderError, RunPodClient, VastClient
+from reaper.providers import ProviderError, RunPodClient
 from reaper.providers.emulator import RunPodEmulator, VastEmulator
+from tests.provider_support import FAST, on_runpod, on_vast
 
-FAST = HttpOptions(timeout=2, max_attempts=2, backoff_base=0.001, backoff_cap=0.004)
 RP_KEY = "rp-test-key-0007"
 VAST_KEY = "vast-test-key-0007"
-T = TypeVar("T")
-
-
-def on_runpod(server: RunPodEmulator, action: Callable[[RunPodClient], Awaitable[T]]) -> T:
-    async def go() -> T:
-        client = RunPodClient(
-            Account("runpod", "main", RP_KEY), server.rest_url, server.graphql_url, FAST
-        )
-        try:
-            return await action(client)
-        finally:
-            await client.aclose()
-
-    return asyncio.run(go())
-
-
-def on_vast(server: VastEmulator, action: Callable[[VastClient], Awaitable[T]]) -> T:
-    async def go() -> T:
-        client = VastClient(Account("vast", "main", VAST_KEY), server.url, FAST)
-        try:
-            return await action(client)
-        finally:
-            await client.aclose()
-
-    return asyncio.run(go())
 
 
 def test_runpod_balance_reads_myself_over_graphql_with_a_bearer_key() -> None:
     with RunPodEmulator({"main": RP_KEY}) as server:
         server.set_balance(client_balance=4.25, current_spend_per_hr=1.5, spend_limit=80)
-        balance = on_runpod(server, lambda c: c.balance())
+        balance = on_runpod(server, RP_KEY, lambda c: c.balance())
         [record] = server.requests
     assert (balance.provider, balance.account) == ("runpod", "main")
     assert (balance.balance, balance.spend_per_hour, balance.spend_limit) == (4.25, 1.5, 80.0)
@@ -60,7 +33,7 @@ def test_runpod_spend_defaults_to_what_the_pods_cost() -> None:
         server.add_pod(cost=0.5)
         server.add_pod(cost=0.25)
         server.add_pod(status="EXITED", cost=9.0)
-        balance = on_runpod(server, lambda c: c.balance())
+        balance = on_runpod(server, RP_KEY, lambda c: c.balance())
     assert balance.spend_per_hour == pytest.approx(0.75)
 
 
@@ -69,7 +42,7 @@ def test_runpod_retired_graphql_is_a_provider_error(status: int) -> None:
     with RunPodEmulator({"main": RP_KEY}) as server:
         server.graphql_retired = status
         with pytest.raises(ProviderError, match=f"HTTP {status}") as caught:
-            on_runpod(server, lambda c: c.balance())
+            on_runpod(server, RP_KEY, lambda c: c.balance())
     assert "balance" in caught.value.message
 
 
@@ -104,7 +77,7 @@ def test_runpod_volumes_are_attached_when_a_pod_or_endpoint_uses_them() -> None:
         server.add_pod(status="EXITED", network_volume_id="by-pod")
         server.add_pod(cluster_id="c1", network_volume_id="by-cluster")
         server.add_endpoint("ep1", network_volumes=["by-endpoint"])
-        volumes = {v.id: v for v in on_runpod(server, lambda c: c.volumes())}
+        volumes = {v.id: v for v in on_runpod(server, RP_KEY, lambda c: c.volumes())}
     assert {k: v.attached for k, v in volumes.items()} == {
         "by-pod": True,
         "by-cluster": True,
@@ -122,7 +95,7 @@ def test_runpod_volume_attachment_unknown_when_endpoints_cannot_be_listed() -> N
         server.add_network_volume("maybe")
         server.add_pod(network_volume_id="by-pod")
         server.fail_next("serverless", 403, count=1)
-        volumes = {v.id: v.attached for v in on_runpod(server, lambda c: c.volumes())}
+        volumes = {v.id: v.attached for v in on_runpod(server, RP_KEY, lambda c: c.volumes())}
     assert volumes == {"by-pod": True, "maybe": None}
 
 
@@ -131,26 +104,26 @@ def test_runpod_volumes_fail_when_pods_cannot_be_listed() -> None:
         server.add_network_volume("v1")
         server.fail_next("list", 500, count=FAST.max_attempts)
         with pytest.raises(ProviderError, match="HTTP 500"):
-            on_runpod(server, lambda c: c.volumes())
+            on_runpod(server, RP_KEY, lambda c: c.volumes())
 
 
 def test_vast_balance_prefers_credit() -> None:
     with VastEmulator({"main": VAST_KEY}) as server:
         server.set_user(balance=12.5, credit=3.0)
-        balance = on_vast(server, lambda c: c.balance())
+        balance = on_vast(server, VAST_KEY, lambda c: c.balance())
     assert (balance.provider, balance.balance) == ("vast", 3.0)
 
 
 def test_vast_balance_falls_back_to_balance_without_credit() -> None:
     with VastEmulator({"main": VAST_KEY}) as server:
         server.set_user(balance=12.5, credit=None)
-        assert on_vast(server, lambda c: c.balance()).balance == 12.5
+        assert on_vast(server, VAST_KEY, lambda c: c.balance()).balance == 12.5
 
 
 def test_vast_balance_unreadable_is_none_not_zero() -> None:
     with VastEmulator({"main": VAST_KEY}) as server:
         server.set_user(balance=None, credit=None)
-        assert on_vast(server, lambda c: c.balance()).balance is None
+        assert on_vast(server, VAST_KEY, lambda c: c.balance()).balance is None
 
 
 def test_vast_balance_with_a_wrong_key_is_a_provider_error() -> None:
@@ -158,14 +131,14 @@ def test_vast_balance_with_a_wrong_key_is_a_provider_error() -> None:
         VastEmulator({"main": "another-key-entirely"}) as server,
         pytest.raises(ProviderError, match="401"),
     ):
-        on_vast(server, lambda c: c.balance())
+        on_vast(server, VAST_KEY, lambda c: c.balance())
 
 
 def test_vast_volumes_attached_by_their_instances_list() -> None:
     with VastEmulator({"main": VAST_KEY}) as server:
         server.add_volume(7001, size=50, instances=[1000], storage_total_cost=0.01)
         server.add_volume(7002, size=20)
-        volumes = {v.id: v for v in on_vast(server, lambda c: c.volumes())}
+        volumes = {v.id: v for v in on_vast(server, VAST_KEY, lambda c: c.volumes())}
         [request] = server.requests
     assert volumes["7001"].attached is True
     assert volumes["7002"].attached is False

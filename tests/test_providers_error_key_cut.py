@@ -4,16 +4,15 @@ ProviderError (which reaches logs, alerts, `--json` and the store) and in the re
 
 from __future__ import annotations
 
-import asyncio
 import io
 from collections.abc import Iterator
 
 import pytest
 
-from reaper import log
-from reaper.config import Account
-from reaper.providers import HttpOptions, ProviderError, RunPodClient
+from reaper.providers import HttpOptions
 from reaper.providers.emulator.server import EmulatorServer, Request, Response
+from tests.log_support import json_log
+from tests.provider_support import runpod_listing_error
 
 FAST = HttpOptions(timeout=2, max_attempts=2, backoff_base=0.001, backoff_cap=0.002)
 KEY = "rpa_SECRETKEY0123456789abcdefXYZ"
@@ -35,31 +34,12 @@ class EchoKey(EmulatorServer):
 
 @pytest.fixture
 def captured_log() -> Iterator[io.StringIO]:
-    stream = io.StringIO()
-    log.configure(json_lines=True, stream=stream)
-    try:
+    with json_log() as stream:
         yield stream
-    finally:
-        log.configure()
 
 
 def leaked_prefixes(text: str) -> list[str]:
     return [KEY[:n] for n in range(8, len(KEY) + 1) if KEY[:n] in text]
-
-
-def failing_listing(server: EchoKey) -> ProviderError:
-    async def go() -> None:
-        client = RunPodClient(
-            Account("runpod", "main", KEY), f"{server.url}/v2", f"{server.url}/gql", FAST
-        )
-        try:
-            await client.list_instances()
-        finally:
-            await client.aclose()
-
-    with pytest.raises(ProviderError) as caught:
-        asyncio.run(go())
-    return caught.value
 
 
 # The summary is cut at 200 characters; these paddings put the cut inside the key, at its
@@ -67,7 +47,7 @@ def failing_listing(server: EchoKey) -> ProviderError:
 @pytest.mark.parametrize("padding", [160, 170, 175, 186, 187])
 def test_a_key_straddling_the_cut_of_a_4xx_summary_does_not_leak(padding: int) -> None:
     with EchoKey(401, padding) as server:
-        error = failing_listing(server)
+        error = runpod_listing_error(server, KEY, FAST)
     assert "HTTP 401" in error.message
     assert "x" * 20 in error.message  # the body's reason is still reported
     assert leaked_prefixes(error.message) == []
@@ -79,7 +59,7 @@ def test_a_key_straddling_the_cut_of_a_retried_5xx_does_not_leak_to_the_log_or_e
     padding: int, captured_log: io.StringIO
 ) -> None:
     with EchoKey(503, padding) as server:
-        error = failing_listing(server)
+        error = runpod_listing_error(server, KEY, FAST)
         attempts = len(server.requests)
     output = captured_log.getvalue()
     assert attempts == FAST.max_attempts

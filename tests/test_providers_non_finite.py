@@ -5,48 +5,19 @@ made of it is None, and arithmetic that overflows on finite input gives None too
 
 from __future__ import annotations
 
-import asyncio
 import json
 import math
-from collections.abc import Awaitable, Callable
-from typing import Any, TypeVar
+from typing import Any
 
 import pytest
 from pydantic import BaseModel
 
-from reaper.config import Account
-from reaper.providers import HttpOptions, RunPodClient, VastClient
 from reaper.providers.emulator import RunPodEmulator, VastEmulator
+from tests.provider_support import on_runpod, on_vast
 
-FAST = HttpOptions(timeout=2, max_attempts=2, backoff_base=0.001, backoff_cap=0.004)
 RP_KEY = "rp-test-key-0013"
 VAST_KEY = "vast-test-key-0013"
 NON_FINITE = [math.nan, math.inf, -math.inf]
-T = TypeVar("T")
-
-
-def on_runpod(server: RunPodEmulator, action: Callable[[RunPodClient], Awaitable[T]]) -> T:
-    async def go() -> T:
-        client = RunPodClient(
-            Account("runpod", "main", RP_KEY), server.rest_url, server.graphql_url, FAST
-        )
-        try:
-            return await action(client)
-        finally:
-            await client.aclose()
-
-    return asyncio.run(go())
-
-
-def on_vast(server: VastEmulator, action: Callable[[VastClient], Awaitable[T]]) -> T:
-    async def go() -> T:
-        client = VastClient(Account("vast", "main", VAST_KEY), server.url, FAST)
-        try:
-            return await action(client)
-        finally:
-            await client.aclose()
-
-    return asyncio.run(go())
 
 
 def strict_json(models: list[Any]) -> str:
@@ -66,7 +37,7 @@ def test_runpod_pods_with_non_finite_numbers_are_unknown_and_print_as_json(bad: 
         busy = server.add_pod(status="RUNNING")
         server.modify_pod(busy, runtime={"gpus": [{"id": "g", "util": bad}]})
         fine = server.add_pod(status="RUNNING", cost=0.5)
-        pods = {p.id: p for p in on_runpod(server, lambda c: c.list_instances())}
+        pods = {p.id: p for p in on_runpod(server, RP_KEY, lambda c: c.list_instances())}
     strict_json(list(pods.values()))
     assert pods[costly].cost_per_hour is None
     assert pods[disk].volume_disk_gb is None and pods[disk].cost_per_hour is None
@@ -83,7 +54,7 @@ def test_vast_instances_with_non_finite_numbers_are_unknown_and_print_as_json(ba
         stored = server.add_instance(actual_status="stopped")
         server.modify_instance(stored, storage_total_cost=bad)
         fine = server.add_instance(actual_status="running", dph_total=0.5)
-        found = {i.id: i for i in on_vast(server, lambda c: c.list_instances())}
+        found = {i.id: i for i in on_vast(server, VAST_KEY, lambda c: c.list_instances())}
     strict_json(list(found.values()))
     assert found[str(costly)].cost_per_hour is None
     assert found[str(busy)].gpu_util is None
@@ -97,8 +68,8 @@ def test_a_storage_bill_that_overflows_is_none_not_infinity() -> None:
         huge = server.add_instance(actual_status="stopped", storage_cost=1e308, disk_space=1e308)
         server.drop_field(huge, "storage_total_cost")
         server.add_volume(7001, storage_total_cost=1e307)
-        [instance] = on_vast(server, lambda c: c.list_instances())
-        [volume] = on_vast(server, lambda c: c.volumes())
+        [instance] = on_vast(server, VAST_KEY, lambda c: c.list_instances())
+        [volume] = on_vast(server, VAST_KEY, lambda c: c.volumes())
     assert instance.state == "stopped"
     assert instance.cost_per_hour is None
     assert volume.cost_per_month is None
@@ -110,8 +81,8 @@ def test_balances_with_non_finite_numbers_are_none(bad: float) -> None:
     with RunPodEmulator({"main": RP_KEY}) as runpod, VastEmulator({"main": VAST_KEY}) as vast:
         runpod.set_balance(client_balance=bad, current_spend_per_hr=bad, spend_limit=80.0)
         vast.set_user(credit=bad, balance=bad)
-        runpod_balance = on_runpod(runpod, lambda c: c.balance())
-        vast_balance = on_vast(vast, lambda c: c.balance())
+        runpod_balance = on_runpod(runpod, RP_KEY, lambda c: c.balance())
+        vast_balance = on_vast(vast, VAST_KEY, lambda c: c.balance())
     strict_json([runpod_balance, vast_balance])
     assert (runpod_balance.balance, runpod_balance.spend_per_hour) == (None, None)
     assert runpod_balance.spend_limit == 80.0
@@ -121,7 +92,7 @@ def test_balances_with_non_finite_numbers_are_none(bad: float) -> None:
 def test_vast_balance_falls_back_past_a_non_finite_credit() -> None:
     with VastEmulator({"main": VAST_KEY}) as server:
         server.set_user(credit=math.nan, balance=12.5)
-        assert on_vast(server, lambda c: c.balance()).balance == 12.5
+        assert on_vast(server, VAST_KEY, lambda c: c.balance()).balance == 12.5
 
 
 @pytest.mark.parametrize("bad", NON_FINITE)
@@ -129,7 +100,9 @@ def test_volumes_with_non_finite_sizes_print_as_json(bad: float) -> None:
     with RunPodEmulator({"main": RP_KEY}) as runpod, VastEmulator({"main": VAST_KEY}) as vast:
         runpod.add_network_volume("nv1", size=bad)  # type: ignore[arg-type]
         vast.add_volume(7001, size=bad, storage_total_cost=bad)
-        volumes = on_runpod(runpod, lambda c: c.volumes()) + on_vast(vast, lambda c: c.volumes())
+        volumes = on_runpod(runpod, RP_KEY, lambda c: c.volumes()) + on_vast(
+            vast, VAST_KEY, lambda c: c.volumes()
+        )
     strict_json(volumes)
     assert [(v.id, v.size_gb, v.cost_per_month) for v in volumes] == [
         ("nv1", None, None),

@@ -12,14 +12,14 @@ from collections.abc import Iterator
 
 import pytest
 
-from reaper import log
 from reaper.config import Account
 from reaper.models import Instance
-from reaper.providers import HttpOptions, ProviderError, RunPodClient, VastClient
+from reaper.providers import ProviderError, RunPodClient, VastClient
 from reaper.providers.emulator import RunPodEmulator, VastEmulator
 from reaper.providers.emulator.server import EmulatorServer, Request, Response
+from tests.log_support import json_log
+from tests.provider_support import FAST, runpod_listing_error
 
-FAST = HttpOptions(timeout=2, max_attempts=2, backoff_base=0.001, backoff_cap=0.004)
 RP_KEY = "rp-account-key-SECRET-0005"
 VAST_KEY = "vast-account-key-SECRET-0005"
 ENV_SECRET = "hf_envSECRETvalue123"
@@ -31,12 +31,8 @@ SECRETS = [RP_KEY, VAST_KEY, ENV_SECRET, EXTRA_ENV_SECRET, JUPYTER_SECRET, ONSTA
 
 @pytest.fixture
 def captured_log() -> Iterator[io.StringIO]:
-    stream = io.StringIO()
-    log.configure(json_lines=True, stream=stream)
-    try:
+    with json_log() as stream:
         yield stream
-    finally:
-        log.configure()
 
 
 def assert_clean(text: str) -> None:
@@ -111,21 +107,10 @@ def test_no_key_in_a_provider_error_even_when_the_error_body_echoes_it(
 
     with Echo({"main": RP_KEY}) as server:
         server.fail_next("*", 500, count=1)
-
-        async def go() -> None:
-            client = RunPodClient(
-                Account("runpod", "main", RP_KEY), f"{server.url}/v2", f"{server.url}/gql", FAST
-            )
-            try:
-                await client.list_instances()
-            finally:
-                await client.aclose()
-
-        with pytest.raises(ProviderError) as caught:
-            asyncio.run(go())
-    message = str(caught.value)
+        error = runpod_listing_error(server, RP_KEY)
+    message = str(error)
     assert "HTTP 400" in message
-    assert RP_KEY not in message and RP_KEY not in caught.value.message
+    assert RP_KEY not in message and RP_KEY not in error.message
     assert "[redacted]" in message
     assert RP_KEY not in captured_log.getvalue()
 

@@ -5,27 +5,22 @@ unreadable and unknown, never a different id that could be deleted."""
 
 from __future__ import annotations
 
-import asyncio
 import json
-from collections.abc import Awaitable, Callable
-from typing import Any, TypeVar
+from typing import Any
 
 import pytest
 from pydantic import BaseModel
 
-from reaper.config import Account
-from reaper.providers import HttpOptions, ProviderError, RunPodClient, VastClient
 from reaper.providers.emulator import RunPodEmulator, VastEmulator
 from reaper.providers.emulator.server import EmulatorServer, Request, Response
 from reaper.providers.parsing import clean_text
 from reaper.providers.runpod import parse_pod
 from reaper.providers.vast import parse_instance
+from tests.provider_support import on_runpod, on_vast, runpod_listing_error
 
-FAST = HttpOptions(timeout=2, max_attempts=2, backoff_base=0.001, backoff_cap=0.004)
 RP_KEY = "rp-test-key-0014"
 VAST_KEY = "vast-test-key-0014"
 LONE = "\ud800"
-T = TypeVar("T")
 
 
 def encodes(*models: BaseModel) -> None:
@@ -33,30 +28,6 @@ def encodes(*models: BaseModel) -> None:
     for model in models:
         model.model_dump_json().encode()
         json.dumps(model.model_dump(mode="json"), ensure_ascii=False).encode()
-
-
-def on_runpod(server: RunPodEmulator, action: Callable[[RunPodClient], Awaitable[T]]) -> T:
-    async def go() -> T:
-        client = RunPodClient(
-            Account("runpod", "main", RP_KEY), server.rest_url, server.graphql_url, FAST
-        )
-        try:
-            return await action(client)
-        finally:
-            await client.aclose()
-
-    return asyncio.run(go())
-
-
-def on_vast(server: VastEmulator, action: Callable[[VastClient], Awaitable[T]]) -> T:
-    async def go() -> T:
-        client = VastClient(Account("vast", "main", VAST_KEY), server.url, FAST)
-        try:
-            return await action(client)
-        finally:
-            await client.aclose()
-
-    return asyncio.run(go())
 
 
 @pytest.mark.parametrize(
@@ -113,9 +84,9 @@ def test_listed_names_and_labels_with_lone_surrogates_encode() -> None:
         pod = runpod.add_pod(status="EXITED", name=f"job-{LONE}")
         runpod.add_network_volume("nv1", name=f"data-{LONE}")
         instance = vast.add_instance(actual_status="stopped", label=f"run-{LONE}")
-        pods = on_runpod(runpod, lambda c: c.list_instances())
-        volumes = on_runpod(runpod, lambda c: c.volumes())
-        instances = on_vast(vast, lambda c: c.list_instances())
+        pods = on_runpod(runpod, RP_KEY, lambda c: c.list_instances())
+        volumes = on_runpod(runpod, RP_KEY, lambda c: c.volumes())
+        instances = on_vast(vast, VAST_KEY, lambda c: c.list_instances())
     encodes(*pods, *volumes, *instances)
     assert [(p.id, p.name, p.state) for p in pods] == [(pod, "job-\ufffd", "stopped")]
     assert [(v.id, v.name) for v in volumes] == [("nv1", "data-\ufffd")]
@@ -135,18 +106,7 @@ class SurrogateError(EmulatorServer):
 
 def test_a_provider_error_with_a_lone_surrogate_is_valid_text() -> None:
     with SurrogateError({"main": RP_KEY}) as server:
-
-        async def go() -> None:
-            client = RunPodClient(
-                Account("runpod", "main", RP_KEY), f"{server.url}/v2", f"{server.url}/gql", FAST
-            )
-            try:
-                await client.list_instances()
-            finally:
-                await client.aclose()
-
-        with pytest.raises(ProviderError) as caught:
-            asyncio.run(go())
-    caught.value.message.encode()
-    str(caught.value).encode()
-    assert "no such pod \ufffd" in caught.value.message
+        error = runpod_listing_error(server, RP_KEY)
+    error.message.encode()
+    str(error).encode()
+    assert "no such pod \ufffd" in error.message

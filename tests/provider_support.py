@@ -1,0 +1,68 @@
+"""What provider-client tests share: a client on an emulator for the length of one call, and
+the error a RunPod listing raises against a server that answers badly."""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Awaitable, Callable
+from typing import Any, TypeVar
+
+import pytest
+
+from reaper.config import Account
+from reaper.providers import HttpOptions, ProviderError, RunPodClient, VastClient
+from reaper.providers.emulator import RunPodEmulator, VastEmulator
+from reaper.providers.emulator.server import EmulatorServer
+
+# Tiny backoffs so that retries cost milliseconds.
+FAST = HttpOptions(timeout=2, max_attempts=2, backoff_base=0.001, backoff_cap=0.004)
+T = TypeVar("T")
+
+
+def on_runpod(
+    server: RunPodEmulator, key: str, action: Callable[[RunPodClient], Awaitable[T]]
+) -> T:
+    """Run `action` with a RunPod client of account "main" holding `key`, then close it."""
+
+    async def go() -> T:
+        client = RunPodClient(
+            Account("runpod", "main", key), server.rest_url, server.graphql_url, FAST
+        )
+        try:
+            return await action(client)
+        finally:
+            await client.aclose()
+
+    return asyncio.run(go())
+
+
+def on_vast(server: VastEmulator, key: str, action: Callable[[VastClient], Awaitable[T]]) -> T:
+    """Run `action` with a Vast client of account "main" holding `key`, then close it."""
+
+    async def go() -> T:
+        client = VastClient(Account("vast", "main", key), server.url, FAST)
+        try:
+            return await action(client)
+        finally:
+            await client.aclose()
+
+    return asyncio.run(go())
+
+
+def runpod_listing_error(
+    server: EmulatorServer[Any, Any], key: str, options: HttpOptions = FAST
+) -> ProviderError:
+    """The ProviderError a RunPod listing raises against `server` (the test fails if none)."""
+
+    async def go() -> None:
+        client = RunPodClient(
+            Account("runpod", "main", key), f"{server.url}/v2", f"{server.url}/gql", options
+        )
+        try:
+            await client.list_instances()
+        finally:
+            await client.aclose()
+
+    with pytest.raises(ProviderError) as caught:
+        asyncio.run(go())
+    return caught.value
