@@ -17,6 +17,7 @@ exact expiry, a claim at its exact window end) are pinned so that both backends 
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from datetime import UTC, datetime, timedelta, timezone
 
 import pytest
@@ -95,6 +96,27 @@ def full_monitor(host: str = "trainer-1") -> Monitor:
         bye_at=T0 + 4 * MINUTE,
         stopped_noted=True,
     )
+
+
+# Every write of the Store protocol, with harmless arguments: a read-only store refuses each.
+WRITES: dict[str, Callable[[Store], object]] = {
+    "start_stopped_clock": lambda s: s.start_stopped_clock("k", T0),
+    "reset_stopped_clock": lambda s: s.reset_stopped_clock("k"),
+    "record_warning": lambda s: s.record_warning("k", T0),
+    "keep": lambda s: s.keep(KeptInstance(key="k", since=T0)),
+    "unkeep": lambda s: s.unkeep("k"),
+    "acquire_lease": lambda s: s.acquire_lease("reap", "me", T0, HOUR),
+    "release_lease": lambda s: s.release_lease("reap", "me"),
+    "record_termination": lambda s: s.record_termination(audit_record()),
+    "record_reap": lambda s: s.record_reap(reap_run(T0, T0)),
+    "put_monitor": lambda s: s.put_monitor(Monitor(host="h", created_at=T0)),
+    "create_monitor": lambda s: s.create_monitor(Monitor(host="h", created_at=T0), 10),
+    "delete_monitor": lambda s: s.delete_monitor("h"),
+    "claim_alert": lambda s: s.claim_alert("k", T0, HOUR),
+    "open_episode": lambda s: s.open_episode("k", T0),
+    "mark_episode_alerted": lambda s: s.mark_episode_alerted("k", T0),
+    "close_episode": lambda s: s.close_episode("k"),
+}
 
 
 class StoreContract:

@@ -18,7 +18,7 @@ from moto import mock_aws
 from reaper.models import KeptInstance, Monitor
 from reaper.store.base import ReadOnlyStoreError, Store
 from reaper.store.dynamodb import DynamoDBStore, create_table
-from tests.store_contract import HOUR, MINUTE, T0, StoreContract, audit_record, reap_run
+from tests.store_contract import HOUR, MINUTE, T0, WRITES, StoreContract, audit_record, reap_run
 
 AWS_ENV = {
     # Fake credentials and a region, so that nothing can reach a real account.
@@ -307,25 +307,6 @@ def test_the_audit_log_and_monitors_never_expire(db: Table) -> None:
 
 
 # --- read-only -----------------------------------------------------------------------------
-
-WRITES: dict[str, Callable[[DynamoDBStore], object]] = {
-    "start_stopped_clock": lambda s: s.start_stopped_clock("k", T0),
-    "reset_stopped_clock": lambda s: s.reset_stopped_clock("k"),
-    "record_warning": lambda s: s.record_warning("k", T0),
-    "keep": lambda s: s.keep(KeptInstance(key="k", since=T0)),
-    "unkeep": lambda s: s.unkeep("k"),
-    "acquire_lease": lambda s: s.acquire_lease("reap", "me", T0, HOUR),
-    "release_lease": lambda s: s.release_lease("reap", "me"),
-    "record_termination": lambda s: s.record_termination(audit_record()),
-    "record_reap": lambda s: s.record_reap(reap_run(T0, T0)),
-    "put_monitor": lambda s: s.put_monitor(Monitor(host="h", created_at=T0)),
-    "create_monitor": lambda s: s.create_monitor(Monitor(host="h", created_at=T0), 10),
-    "delete_monitor": lambda s: s.delete_monitor("h"),
-    "claim_alert": lambda s: s.claim_alert("k", T0, HOUR),
-    "open_episode": lambda s: s.open_episode("k", T0),
-    "mark_episode_alerted": lambda s: s.mark_episode_alerted("k", T0),
-    "close_episode": lambda s: s.close_episode("k"),
-}
 
 
 @pytest.mark.parametrize("write", sorted(WRITES))

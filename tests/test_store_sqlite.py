@@ -18,6 +18,7 @@ from tests.store_contract import (
     HOUR,
     MINUTE,
     T0,
+    WRITES,
     StoreContract,
     audit_record,
     full_monitor,
@@ -50,26 +51,6 @@ def fill(store: SQLiteStore) -> None:
     store.put_monitor(Monitor(host="trainer-2", status="up", created_at=T0))
     store.claim_alert("down:trainer-1", T0, HOUR)
     store.open_episode("balance:runpod:main", T0, "low")
-
-
-WRITES: dict[str, Callable[[SQLiteStore], object]] = {
-    "start_stopped_clock": lambda s: s.start_stopped_clock("k", T0),
-    "reset_stopped_clock": lambda s: s.reset_stopped_clock("k"),
-    "record_warning": lambda s: s.record_warning("k", T0),
-    "keep": lambda s: s.keep(KeptInstance(key="k", since=T0)),
-    "unkeep": lambda s: s.unkeep("k"),
-    "acquire_lease": lambda s: s.acquire_lease("reap", "me", T0, HOUR),
-    "release_lease": lambda s: s.release_lease("reap", "me"),
-    "record_termination": lambda s: s.record_termination(audit_record()),
-    "record_reap": lambda s: s.record_reap(reap_run(T0, T0)),
-    "put_monitor": lambda s: s.put_monitor(Monitor(host="h", created_at=T0)),
-    "create_monitor": lambda s: s.create_monitor(Monitor(host="h", created_at=T0), 10),
-    "delete_monitor": lambda s: s.delete_monitor("h"),
-    "claim_alert": lambda s: s.claim_alert("k", T0, HOUR),
-    "open_episode": lambda s: s.open_episode("k", T0),
-    "mark_episode_alerted": lambda s: s.mark_episode_alerted("k", T0),
-    "close_episode": lambda s: s.close_episode("k"),
-}
 
 
 def assert_reads_empty(store: SQLiteStore) -> None:
