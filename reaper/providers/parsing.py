@@ -25,6 +25,8 @@ from typing import Annotated, Any, TypeVar
 from pydantic import AfterValidator, BaseModel, ConfigDict, ValidationError
 
 from reaper import log
+from reaper.models import Instance, ProviderName
+from reaper.providers.base import UNREADABLE_ID_PREFIX
 
 Model = TypeVar("Model", bound=BaseModel)
 
@@ -108,6 +110,16 @@ def note_unreadable(provider: str, account: str, instance_id: str, fields: list[
         id=instance_id,
         fields=",".join(fields),
         state="unknown",
+    )
+
+
+def not_an_object(provider: ProviderName, account: str, position: int) -> Instance:
+    """A listing entry that is not a JSON object: kept, so the fleet stays whole, under an id
+    named after its position and in state "unknown", so it is never reaped."""
+    instance_id = f"{UNREADABLE_ID_PREFIX}{position}"
+    note_unreadable(provider, account, instance_id, ["<not an object>"])
+    return Instance(
+        provider=provider, account=account, id=instance_id, state="unknown", raw_status=""
     )
 
 

@@ -27,6 +27,7 @@ from reaper.providers.parsing import (
     RawModel,
     as_number,
     finite,
+    not_an_object,
     note_unreadable,
     raw_status,
     read_tolerantly,
@@ -125,14 +126,7 @@ def parse_pod(raw: object, account: str, position: int = 0) -> Instance:
     fleet stays whole) with what could be read and state "unknown" (so it is never reaped).
     """
     if not isinstance(raw, dict):
-        note_unreadable("runpod", account, f"{UNREADABLE_ID_PREFIX}{position}", ["<not an object>"])
-        return Instance(
-            provider="runpod",
-            account=account,
-            id=f"{UNREADABLE_ID_PREFIX}{position}",
-            state="unknown",
-            raw_status="",
-        )
+        return not_an_object("runpod", account, position)
     pod, unreadable = read_tolerantly(RawPod, raw)
     pod_id = pod.id or f"{UNREADABLE_ID_PREFIX}{position}"
     status = raw_status(raw.get("status"), "status" in raw)

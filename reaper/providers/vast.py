@@ -26,6 +26,7 @@ from reaper.providers.parsing import (
     as_number,
     epoch_to_datetime,
     finite,
+    not_an_object,
     note_unreadable,
     raw_status,
     read_tolerantly,
@@ -94,14 +95,7 @@ class _RawVolume(RawModel):
 def parse_instance(raw: object, account: str, position: int = 0) -> Instance:
     """One instance of a listing as an `Instance`; never raises (see runpod.parse_pod)."""
     if not isinstance(raw, dict):
-        note_unreadable("vast", account, f"{UNREADABLE_ID_PREFIX}{position}", ["<not an object>"])
-        return Instance(
-            provider="vast",
-            account=account,
-            id=f"{UNREADABLE_ID_PREFIX}{position}",
-            state="unknown",
-            raw_status="",
-        )
+        return not_an_object("vast", account, position)
     inst, unreadable = read_tolerantly(RawVastInstance, raw)
     instance_id = _id_text(inst.id) or f"{UNREADABLE_ID_PREFIX}{position}"
     present = "actual_status" in raw
