@@ -11,7 +11,7 @@ import pytest
 
 from reaper.config import Account
 from reaper.providers import HttpOptions, ProviderError, RunPodClient, VastClient
-from reaper.providers.emulator import RunPodEmulator, VastEmulator
+from reaper.providers.emulator import RunPodEmulator
 from reaper.providers.emulator.server import EmulatorServer
 
 # Tiny backoffs so that retries cost milliseconds.
@@ -20,13 +20,16 @@ T = TypeVar("T")
 
 
 def on_runpod(
-    server: RunPodEmulator, key: str, action: Callable[[RunPodClient], Awaitable[T]]
+    server: RunPodEmulator,
+    key: str,
+    action: Callable[[RunPodClient], Awaitable[T]],
+    options: HttpOptions = FAST,
 ) -> T:
     """Run `action` with a RunPod client of account "main" holding `key`, then close it."""
 
     async def go() -> T:
         client = RunPodClient(
-            Account("runpod", "main", key), server.rest_url, server.graphql_url, FAST
+            Account("runpod", "main", key), server.rest_url, server.graphql_url, options
         )
         try:
             return await action(client)
@@ -36,11 +39,16 @@ def on_runpod(
     return asyncio.run(go())
 
 
-def on_vast(server: VastEmulator, key: str, action: Callable[[VastClient], Awaitable[T]]) -> T:
+def on_vast(
+    server: EmulatorServer[Any, Any],
+    key: str,
+    action: Callable[[VastClient], Awaitable[T]],
+    options: HttpOptions = FAST,
+) -> T:
     """Run `action` with a Vast client of account "main" holding `key`, then close it."""
 
     async def go() -> T:
-        client = VastClient(Account("vast", "main", key), server.url, FAST)
+        client = VastClient(Account("vast", "main", key), server.url, options)
         try:
             return await action(client)
         finally:

@@ -4,16 +4,14 @@ the pod endpoints, so a member whose cluster id is null or missing must still be
 
 from __future__ import annotations
 
-import asyncio
 from typing import Any
 
 import pytest
 
-from reaper.config import Account
-from reaper.models import Instance
-from reaper.providers import HttpOptions, RunPodClient
+from reaper.providers import HttpOptions
 from reaper.providers.emulator import RunPodEmulator
 from reaper.providers.runpod import UNKNOWN_CLUSTER, parse_pod
+from tests.provider_support import on_runpod
 
 FAST = HttpOptions(timeout=2, max_attempts=2, backoff_base=0.001, backoff_cap=0.004)
 KEY = "rp-test-key-0012"
@@ -49,15 +47,6 @@ def test_a_listed_member_with_a_null_cluster_id_carries_the_marker() -> None:
         server.modify_pod(member, cluster={"id": None, "rank": 1})
         alone = server.add_pod(status="EXITED")
 
-        async def go() -> list[Instance]:
-            client = RunPodClient(
-                Account("runpod", "main", KEY), server.rest_url, server.graphql_url, FAST
-            )
-            try:
-                return await client.list_instances()
-            finally:
-                await client.aclose()
-
-        pods = {i.id: i for i in asyncio.run(go())}
+        pods = {i.id: i for i in on_runpod(server, KEY, lambda c: c.list_instances(), FAST)}
     assert pods[member].cluster_id == UNKNOWN_CLUSTER
     assert pods[alone].cluster_id is None

@@ -4,16 +4,15 @@ GPU utilisation, cluster membership, disks and times are read from the spec's fi
 
 from __future__ import annotations
 
-import asyncio
 from collections.abc import Iterator
 from datetime import UTC, datetime
 
 import pytest
 
-from reaper.config import Account
 from reaper.models import Instance
-from reaper.providers import HttpOptions, RunPodClient
+from reaper.providers import HttpOptions
 from reaper.providers.emulator import RunPodEmulator
+from tests.provider_support import on_runpod
 
 FAST = HttpOptions(timeout=2, max_attempts=2, backoff_base=0.001, backoff_cap=0.005)
 KEY = "rp-test-key-0001"
@@ -26,16 +25,7 @@ def emulator() -> Iterator[RunPodEmulator]:
 
 
 def listing(server: RunPodEmulator) -> dict[str, Instance]:
-    async def go() -> list[Instance]:
-        client = RunPodClient(
-            Account("runpod", "main", KEY), server.rest_url, server.graphql_url, FAST
-        )
-        try:
-            return await client.list_instances()
-        finally:
-            await client.aclose()
-
-    return {i.id: i for i in asyncio.run(go())}
+    return {i.id: i for i in on_runpod(server, KEY, lambda c: c.list_instances(), FAST)}
 
 
 @pytest.mark.parametrize(

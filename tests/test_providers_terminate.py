@@ -4,48 +4,15 @@ stay visible for a few reads (or never go) so that the reaper's confirmation can
 
 from __future__ import annotations
 
-import asyncio
-from collections.abc import Awaitable, Callable
-from typing import TypeVar
-
 import pytest
 
-from reaper.config import Account
 from reaper.providers import HttpOptions, ProviderError, RunPodClient, VastClient
 from reaper.providers.emulator import RunPodEmulator, VastEmulator
+from tests.provider_support import on_runpod, on_vast
 
 FAST = HttpOptions(timeout=2, max_attempts=3, backoff_base=0.001, backoff_cap=0.004)
 RP_KEY = "rp-test-key-0004"
 VAST_KEY = "vast-test-key-0004"
-T = TypeVar("T")
-
-
-def with_runpod(
-    server: RunPodEmulator, action: Callable[[RunPodClient], Awaitable[T]], key: str = RP_KEY
-) -> T:
-    async def go() -> T:
-        client = RunPodClient(
-            Account("runpod", "main", key), server.rest_url, server.graphql_url, FAST
-        )
-        try:
-            return await action(client)
-        finally:
-            await client.aclose()
-
-    return asyncio.run(go())
-
-
-def with_vast(
-    server: VastEmulator, action: Callable[[VastClient], Awaitable[T]], key: str = VAST_KEY
-) -> T:
-    async def go() -> T:
-        client = VastClient(Account("vast", "main", key), server.url, FAST)
-        try:
-            return await action(client)
-        finally:
-            await client.aclose()
-
-    return asyncio.run(go())
 
 
 def test_runpod_delete_is_idempotent() -> None:
@@ -57,7 +24,7 @@ def test_runpod_delete_is_idempotent() -> None:
             second = await client.terminate(pod_id)
             return first, second, [i.id for i in await client.list_instances()]
 
-        first, second, left = with_runpod(server, twice)
+        first, second, left = on_runpod(server, RP_KEY, twice, FAST)
         deletes = [r for r in server.mutations if r.kind == "delete"]
     assert (first, second) == ("deleted", "not_found")
     assert left == []
@@ -68,7 +35,7 @@ def test_runpod_cluster_member_delete_is_refused_with_409() -> None:
     with RunPodEmulator({"main": RP_KEY}) as server:
         pod_id = server.add_pod(status="EXITED", cluster_id="cluster_abc123")
         with pytest.raises(ProviderError, match="409") as caught:
-            with_runpod(server, lambda c: c.terminate(pod_id))
+            on_runpod(server, RP_KEY, lambda c: c.terminate(pod_id), FAST)
         assert server.pod(pod_id) is not None
     assert "cluster" in caught.value.message
 
@@ -76,7 +43,7 @@ def test_runpod_cluster_member_delete_is_refused_with_409() -> None:
 def test_runpod_pod_of_another_account_is_not_found_and_untouched() -> None:
     with RunPodEmulator({"main": RP_KEY, "other": "rp-other-key-9"}) as server:
         theirs = server.add_pod(account="other", status="EXITED")
-        assert with_runpod(server, lambda c: c.terminate(theirs)) == "not_found"
+        assert on_runpod(server, RP_KEY, lambda c: c.terminate(theirs), FAST) == "not_found"
         assert server.pod(theirs) is not None
 
 
@@ -91,7 +58,7 @@ def test_runpod_deleted_pod_stays_terminated_for_n_reads_then_goes() -> None:
                 reads.append([(i.id, i.state) for i in await client.list_instances()])
             return reads
 
-        reads = with_runpod(server, scenario)
+        reads = on_runpod(server, RP_KEY, scenario, FAST)
     assert reads == [[(pod_id, "terminated")], [(pod_id, "terminated")], []]
 
 
@@ -103,14 +70,14 @@ def test_runpod_delete_that_never_confirms_leaves_the_pod_exited() -> None:
             outcome = await client.terminate(pod_id)
             return outcome, [i.state for i in await client.list_instances()]
 
-        assert with_runpod(server, scenario) == ("deleted", ["stopped"])
+        assert on_runpod(server, RP_KEY, scenario, FAST) == ("deleted", ["stopped"])
 
 
 def test_runpod_wrong_key_is_401_and_an_error() -> None:
     with RunPodEmulator({"main": RP_KEY}) as server:
         pod_id = server.add_pod()
         with pytest.raises(ProviderError, match="401"):
-            with_runpod(server, lambda c: c.terminate(pod_id), key="rp-wrong-key-0")
+            on_runpod(server, "rp-wrong-key-0", lambda c: c.terminate(pod_id), FAST)
         assert server.pod(pod_id) is not None
 
 
@@ -123,7 +90,7 @@ def test_vast_destroy_is_idempotent() -> None:
                 str(instance_id)
             )
 
-        assert with_vast(server, twice) == ("deleted", "not_found")
+        assert on_vast(server, VAST_KEY, twice, FAST) == ("deleted", "not_found")
         assert [r.path for r in server.mutations] == [f"/api/v0/instances/{instance_id}/"] * 2
 
 
@@ -131,7 +98,7 @@ def test_vast_404_that_is_an_auth_error_is_a_provider_error_not_not_found() -> N
     with VastEmulator({"main": VAST_KEY}, bad_key_mode="404") as server:
         instance_id = server.add_instance(actual_status="stopped")
         with pytest.raises(ProviderError, match="not `not_found`") as caught:
-            with_vast(server, lambda c: c.terminate(str(instance_id)), key="vast-expired-key")
+            on_vast(server, "vast-expired-key", lambda c: c.terminate(str(instance_id)), FAST)
         assert server.instance(instance_id) is not None
     assert "invalid_user" in caught.value.message
 
@@ -144,7 +111,7 @@ def test_vast_404_without_an_error_field_is_a_provider_error() -> None:
             return Response.json(404, {"detail": "Not found."})
 
     with Bare404({"main": VAST_KEY}) as server, pytest.raises(ProviderError, match="404"):
-        with_vast(server, lambda c: c.terminate("42"))  # type: ignore[arg-type]
+        on_vast(server, VAST_KEY, lambda c: c.terminate("42"), FAST)  # type: ignore[arg-type]
 
 
 def test_vast_success_false_is_a_provider_error() -> None:
@@ -155,7 +122,7 @@ def test_vast_success_false_is_a_provider_error() -> None:
             return Response.json(200, {"success": False, "error": "busy", "msg": "try later"})
 
     with Refuses({"main": VAST_KEY}) as server, pytest.raises(ProviderError, match="busy"):
-        with_vast(server, lambda c: c.terminate("42"))  # type: ignore[arg-type]
+        on_vast(server, VAST_KEY, lambda c: c.terminate("42"), FAST)  # type: ignore[arg-type]
 
 
 def test_vast_destroyed_instance_lingers_for_n_reads_then_goes() -> None:
@@ -166,7 +133,7 @@ def test_vast_destroyed_instance_lingers_for_n_reads_then_goes() -> None:
             await client.terminate(str(instance_id))
             return [len(await client.list_instances()) for _ in range(3)]
 
-        assert with_vast(server, scenario) == [1, 1, 0]
+        assert on_vast(server, VAST_KEY, scenario, FAST) == [1, 1, 0]
 
 
 def test_vast_destroy_that_never_confirms_leaves_it_stopped() -> None:
@@ -177,23 +144,23 @@ def test_vast_destroy_that_never_confirms_leaves_it_stopped() -> None:
             outcome = await client.terminate(str(instance_id))
             return outcome, [i.state for i in await client.list_instances()]
 
-        assert with_vast(server, scenario) == ("deleted", ["stopped"])
+        assert on_vast(server, VAST_KEY, scenario, FAST) == ("deleted", ["stopped"])
 
 
 @pytest.mark.parametrize("bad_id", ["", "12/../13", "abc", "unreadable-3"])
 def test_ids_that_are_not_ids_are_refused_without_a_call(bad_id: str) -> None:
     with RunPodEmulator({"main": RP_KEY}) as runpod, VastEmulator({"main": VAST_KEY}) as vast:
         with pytest.raises(ProviderError, match="refusing"):
-            with_vast(vast, lambda c: c.terminate(bad_id))
+            on_vast(vast, VAST_KEY, lambda c: c.terminate(bad_id), FAST)
         if bad_id in ("", "unreadable-3"):
             with pytest.raises(ProviderError, match="refusing"):
-                with_runpod(runpod, lambda c: c.terminate(bad_id))
+                on_runpod(runpod, RP_KEY, lambda c: c.terminate(bad_id), FAST)
         assert vast.mutations == [] and runpod.mutations == []
 
 
 def test_runpod_ids_are_quoted_into_one_path_segment() -> None:
     with RunPodEmulator({"main": RP_KEY}) as server:
-        assert with_runpod(server, lambda c: c.terminate("a/../b")) == "not_found"
+        assert on_runpod(server, RP_KEY, lambda c: c.terminate("a/../b"), FAST) == "not_found"
         assert [r.path for r in server.mutations] == ["/v2/pods/a%2F..%2Fb"]
 
 
@@ -212,8 +179,8 @@ def test_listing_and_reading_make_no_mutating_call() -> None:
             await client.balance()
             await client.volumes()
 
-        with_runpod(runpod, read_runpod)
-        with_vast(vast, read_vast)
+        on_runpod(runpod, RP_KEY, read_runpod, FAST)
+        on_vast(vast, VAST_KEY, read_vast, FAST)
         assert runpod.mutations == [] and vast.mutations == []
         assert runpod.count("balance") == 1 and vast.count("balance") == 1
 
@@ -237,8 +204,8 @@ def test_keys_never_appear_in_any_url() -> None:
             await client.balance()
             await client.volumes()
 
-        with_runpod(runpod, all_runpod)
-        with_vast(vast, all_vast)
+        on_runpod(runpod, RP_KEY, all_runpod, FAST)
+        on_vast(vast, VAST_KEY, all_vast, FAST)
         records = runpod.requests + vast.requests
     assert len(records) >= 9
     assert all(r.account == "main" for r in records)

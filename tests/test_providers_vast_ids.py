@@ -5,19 +5,17 @@ is neither put in a confirmation filter nor destroyed."""
 
 from __future__ import annotations
 
-import asyncio
 import json
 from typing import Any
 from urllib.parse import parse_qs
 
 import pytest
 
-from reaper.config import Account
-from reaper.models import Instance, Volume
-from reaper.providers import HttpOptions, ProviderError, VastClient
+from reaper.providers import HttpOptions, ProviderError
 from reaper.providers.emulator import VastEmulator
 from reaper.providers.emulator.server import EmulatorServer, Request, Response
 from reaper.providers.vast import parse_instance
+from tests.provider_support import on_vast
 
 FAST = HttpOptions(timeout=2, max_attempts=2, backoff_base=0.001, backoff_cap=0.004)
 KEY = "vast-test-key-0011"
@@ -43,14 +41,8 @@ def test_only_ascii_ids_reach_the_confirmation_filter() -> None:
         kept = server.add_instance(actual_status="stopped")
         server.add_instance(12, actual_status="stopped")
 
-        async def go() -> list[Instance]:
-            client = VastClient(Account("vast", "main", KEY), server.url, FAST)
-            try:
-                return await client.list_instances(only_ids=[str(kept), "١٢", "12.0", "true"])
-            finally:
-                await client.aclose()
-
-        listed = asyncio.run(go())
+        only_ids = [str(kept), "١٢", "12.0", "true"]
+        listed = on_vast(server, KEY, lambda c: c.list_instances(only_ids=only_ids), FAST)
         query = next(r.query for r in server.requests if r.kind == "list")
     assert json.loads(parse_qs(query)["select_filters"][0]) == {"id": {"in": [kept]}}
     assert [i.id for i in listed] == [str(kept)]
@@ -61,15 +53,8 @@ def test_destroying_a_non_canonical_id_is_refused_without_a_call(bad_id: str) ->
     with VastEmulator({"main": KEY}) as server:
         server.add_instance(12, actual_status="stopped")
 
-        async def go() -> None:
-            client = VastClient(Account("vast", "main", KEY), server.url, FAST)
-            try:
-                await client.terminate(bad_id)
-            finally:
-                await client.aclose()
-
         with pytest.raises(ProviderError, match="refusing"):
-            asyncio.run(go())
+            on_vast(server, KEY, lambda c: c.terminate(bad_id), FAST)
         assert server.mutations == []
         assert server.instance(12) is not None
 
@@ -90,13 +75,5 @@ class RawVolumes(EmulatorServer):
 def test_a_volume_whose_id_is_not_vast_digits_is_not_reported_under_another_id() -> None:
     raw = [{"id": i, "disk_space": 10.0} for i in (True, 1.0, "١٢", 31)]
     with RawVolumes(raw) as server:
-
-        async def go() -> list[Volume]:
-            client = VastClient(Account("vast", "main", KEY), server.url, FAST)
-            try:
-                return await client.volumes()
-            finally:
-                await client.aclose()
-
-        volumes = asyncio.run(go())
+        volumes = on_vast(server, KEY, lambda c: c.volumes(), FAST)
     assert [v.id for v in volumes] == ["31"]

@@ -5,16 +5,15 @@ storage bill otherwise; `gpu_util` becomes a percentage."""
 
 from __future__ import annotations
 
-import asyncio
 from collections.abc import Iterator
 from datetime import UTC, datetime
 
 import pytest
 
-from reaper.config import Account
 from reaper.models import Instance
-from reaper.providers import HttpOptions, VastClient
+from reaper.providers import HttpOptions
 from reaper.providers.emulator import VastEmulator
+from tests.provider_support import on_vast
 
 FAST = HttpOptions(timeout=2, max_attempts=2, backoff_base=0.001, backoff_cap=0.005)
 KEY = "vast-test-key-0001"
@@ -27,14 +26,7 @@ def emulator() -> Iterator[VastEmulator]:
 
 
 def listing(server: VastEmulator) -> dict[str, Instance]:
-    async def go() -> list[Instance]:
-        client = VastClient(Account("vast", "main", KEY), server.url, FAST)
-        try:
-            return await client.list_instances()
-        finally:
-            await client.aclose()
-
-    return {i.id: i for i in asyncio.run(go())}
+    return {i.id: i for i in on_vast(server, KEY, lambda c: c.list_instances(), FAST)}
 
 
 def read_one(server: VastEmulator, instance_id: int) -> Instance:
