@@ -127,14 +127,17 @@ def _decide_stopped(
     )
 
 
-def _apply_cap(decisions: list[Decision], cap: int) -> tuple[list[Decision], int, bool]:
+def _apply_cap(
+    decisions: list[Decision], cap: int, source: str
+) -> tuple[list[Decision], int, bool]:
+    """`source` names where the cap came from, so the reason points at what to change."""
     due = sum(1 for d in decisions if d.action == "terminate")
     if due <= cap:
         return decisions, due, False
     held_reason = (
-        f"held by the cap: {due} terminations due, REAPER_MAX_TERMINATIONS={cap}"
+        f"held by the cap: {due} terminations due, {source}={cap}"
         if cap
-        else "held: REAPER_MAX_TERMINATIONS=0 turns terminations off"
+        else f"held: {source}=0 turns terminations off"
     )
     capped = [
         d.model_copy(update={"action": "hold", "reason": f"{held_reason} ({d.reason})"})
@@ -169,7 +172,8 @@ def decide(
                 decisions.append(decision)
 
     cap = settings.max_terminations if max_terminations is None else max_terminations
-    decisions, due, exceeded = _apply_cap(decisions, cap)
+    source = "REAPER_MAX_TERMINATIONS" if max_terminations is None else "--max-terminations"
+    decisions, due, exceeded = _apply_cap(decisions, cap, source)
     return Plan(
         decisions=decisions,
         clock_changes=changes,

@@ -235,6 +235,8 @@ def test_the_command_line_cap_overrides_the_setting() -> None:
     fleet, h = _due_fleet(4)
     plan = decide(fleet, h, NOW, replace(SETTINGS, max_terminations=3), max_terminations=4)
     assert [d.action for d in plan.decisions] == ["terminate"] * 4
+    held = decide(fleet, h, NOW, replace(SETTINGS, max_terminations=9), max_terminations=2)
+    assert all("--max-terminations=2" in d.reason for d in held.decisions)
 
 
 def test_a_cap_of_zero_never_terminates() -> None:
