@@ -77,6 +77,14 @@ class World:
     def advance(self, hours: float) -> None:
         self.clock.advance(timedelta(hours=hours))
 
+    def reach_deadline(self) -> None:
+        """Three steps of the default 24h TTL: a pass at first sight, a pass 23h later that
+        warns, then the clock moved to the deadline, where the next pass terminates."""
+        self.run()
+        self.advance(23)
+        self.run()
+        self.advance(1)
+
     def env(self) -> dict[str, str]:
         """The same configuration as environment variables, for CLI subprocess tests."""
         return {

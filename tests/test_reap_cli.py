@@ -130,10 +130,7 @@ def test_keep_rejects_a_bad_target_with_one_line_and_exit_2(tmp_path: Path) -> N
 def test_audit_lists_a_termination_with_why_and_confirmation(tmp_path: Path) -> None:
     with world(tmp_path) as w:
         pod = w.runpod.add_pod(status="EXITED", name="old-run")
-        w.run()
-        w.advance(23)
-        w.run()
-        w.advance(1)
+        w.reach_deadline()
         w.run()
         audit = cli(w, "audit", "--json")
         (record,) = json.loads(audit.stdout)["terminations"]

@@ -13,10 +13,7 @@ def test_a_due_member_with_a_null_cluster_id_is_held_not_deleted(tmp_path: Path)
         member = w.runpod.add_pod(status="EXITED", cluster_id="cl_1")
         w.runpod.modify_pod(member, cluster={"rank": 1})
         alone = w.runpod.add_pod(status="EXITED")
-        w.run()
-        w.advance(23)
-        w.run()
-        w.advance(1)
+        w.reach_deadline()
         report = w.run()
         deleted = [r.path for r in w.runpod.mutations]
     actions = {a.id: a for a in report.actions}

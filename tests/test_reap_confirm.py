@@ -17,10 +17,7 @@ def _make_due(w: World, count: int, *, keep_alive: int = 1) -> list[str]:
     due = [str(w.vast.add_instance(actual_status="stopped")) for _ in range(count)]
     for _ in range(keep_alive):
         w.vast.add_instance(actual_status="running")
-    w.run()
-    w.advance(23)
-    w.run()
-    w.advance(1)
+    w.reach_deadline()
     return due
 
 
@@ -115,10 +112,7 @@ def test_an_unidentifiable_instance_in_the_relist_proves_nothing(tmp_path: Path)
     with world(tmp_path) as w:
         w.runpod.delete_never_confirms = True
         pod = w.runpod.add_pod(status="EXITED", name="still-here")
-        w.run()
-        w.advance(23)
-        w.run()
-        w.advance(1)
+        w.reach_deadline()
         store = w.store()
 
         async def go() -> ReapReport:

@@ -128,10 +128,7 @@ def test_dry_run_makes_no_mutating_call_sends_no_alert_and_creates_no_state(tmp_
 def test_dry_run_lists_the_same_actions_a_real_pass_would_take(tmp_path: Path) -> None:
     with world(tmp_path) as w:
         pod = w.runpod.add_pod(status="EXITED")
-        w.run()
-        w.advance(23)
-        w.run()
-        w.advance(1)
+        w.reach_deadline()
         alerts_before = len(w.notifier.alerts)
         dry = w.run(dry_run=True)
         assert [(a.id, a.action, a.done, a.confirmed) for a in dry.actions] == [
@@ -164,10 +161,7 @@ def test_cap_exceeded_holds_everything_alerts_once_and_exits_1(tmp_path: Path) -
     with world(tmp_path, max_terminations=2) as w:
         pods = [w.runpod.add_pod(status="EXITED") for _ in range(2)]
         inst = str(w.vast.add_instance(actual_status="exited"))
-        w.run()
-        w.advance(23)
-        w.run()
-        w.advance(1)
+        w.reach_deadline()
         report = w.run()
         assert {action_of(report, i) for i in [*pods, inst]} == {"hold"}
         assert report.cap_exceeded and report.exit_code == 1
@@ -182,10 +176,7 @@ def test_one_provider_down_the_other_is_still_reaped_and_exit_is_1(tmp_path: Pat
     with world(tmp_path) as w:
         inst = str(w.vast.add_instance(actual_status="stopped"))
         w.runpod.add_pod(status="EXITED")
-        w.run()
-        w.advance(23)
-        w.run()
-        w.advance(1)
+        w.reach_deadline()
         w.runpod.set_down("503")
         report = w.run()
         assert action_of(report, inst) == "terminate" and report.actions[0].confirmed
@@ -202,10 +193,7 @@ def test_one_provider_down_the_other_is_still_reaped_and_exit_is_1(tmp_path: Pat
 def test_a_listing_that_fails_part_way_decides_nothing_for_that_account(tmp_path: Path) -> None:
     with world(tmp_path) as w:
         ids = [str(w.vast.add_instance(actual_status="stopped")) for _ in range(60)]
-        w.run()
-        w.advance(23)
-        w.run()
-        w.advance(1)
+        w.reach_deadline()
         w.vast.fail_page(2, status=500, count=10)
         report = w.run()
         assert report.errors and report.errors[0].provider == "vast"
@@ -217,10 +205,7 @@ def test_a_delete_that_never_confirms_alerts_and_exits_1(tmp_path: Path) -> None
     with world(tmp_path) as w:
         w.runpod.delete_never_confirms = True
         pod = w.runpod.add_pod(status="EXITED")
-        w.run()
-        w.advance(23)
-        w.run()
-        w.advance(1)
+        w.reach_deadline()
         report = w.run()
         action = report.actions[0]
         assert (action.id, action.action, action.done, action.confirmed) == (
@@ -245,10 +230,7 @@ def test_a_delete_that_never_confirms_alerts_and_exits_1(tmp_path: Path) -> None
 def test_a_failed_delete_is_recorded_alerted_and_exits_1(tmp_path: Path) -> None:
     with world(tmp_path) as w:
         pod = w.runpod.add_pod(status="EXITED")
-        w.run()
-        w.advance(23)
-        w.run()
-        w.advance(1)
+        w.reach_deadline()
         w.runpod.fail_next("delete", 500, count=10)
         report = w.run()
         assert action_of(report, pod) == "terminate"
@@ -373,10 +355,7 @@ def test_a_pass_that_lost_its_lease_stops_acting(tmp_path: Path) -> None:
 
     with world(tmp_path) as w:
         pod = w.runpod.add_pod(status="EXITED")
-        w.run()
-        w.advance(23)
-        w.run()
-        w.advance(1)
+        w.reach_deadline()
         store = w.store()
         read_history = store.history
 

@@ -28,10 +28,7 @@ def test_a_pod_with_a_lone_surrogate_in_its_name_is_terminated_and_audited(
     with world(tmp_path) as w:
         pod = w.runpod.add_pod(status="EXITED", name="job-\ud800")
         other = str(w.vast.add_instance(actual_status="stopped", label="fine"))
-        w.run()
-        w.advance(23)
-        w.run()
-        w.advance(1)
+        w.reach_deadline()
         report = w.run()
     actions = {a.id: a for a in report.actions}
     assert set(actions) == {pod, other}
