@@ -28,7 +28,7 @@ from reaper.config import Settings
 from reaper.models import Alert, AlertLevel, Balance, Episode, Instance, ProviderName, Volume
 from reaper.notify import messages
 from reaper.notify.base import Notifier
-from reaper.providers.base import ProviderClient, ProviderError
+from reaper.providers.base import ProviderClient, error_text
 from reaper.store.base import Store
 
 LeakKind = Literal["frozen", "stuck", "orphan_volume", "max_runtime", "idle"]
@@ -442,26 +442,22 @@ class _Fetched:
     failures: dict[FetchWhat, str]
 
 
-async def _fetch(client: ProviderClient) -> _Fetched:
+async def _fetch(client: ProviderClient, listed: list[Instance] | None) -> _Fetched:
+    """`listed`: the account's instances from this pass (None if its listing failed)."""
     balance, volumes = await asyncio.gather(
-        client.balance(), client.volumes(), return_exceptions=True
+        client.balance(), client.volumes(listed), return_exceptions=True
     )
     failures: dict[FetchWhat, str] = {}
     if isinstance(balance, BaseException):
-        failures["balance"] = _error_text(balance)
+        failures["balance"] = error_text(balance)
     if isinstance(volumes, BaseException):
-        failures["volumes"] = _error_text(volumes)
+        failures["volumes"] = error_text(volumes)
     return _Fetched(
         client,
         None if isinstance(balance, BaseException) else balance,
         None if isinstance(volumes, BaseException) else volumes,
         failures,
     )
-
-
-def _error_text(exc: BaseException) -> str:
-    text = exc.message if isinstance(exc, ProviderError) else f"{type(exc).__name__}: {exc}"
-    return log.redact(" ".join(str(text).split()))[:300] or type(exc).__name__
 
 
 @dataclass
@@ -599,7 +595,7 @@ async def guard_pass(
             volume_orphan_after,
         )
     except Exception as exc:  # the guards must never take the reap pass down with them
-        message = _error_text(exc)
+        message = error_text(exc)
         log.event("guards", result="error", error=message)
         report.warnings.append(GuardWarning(provider="", account="", message=message))
     log.event(
@@ -625,7 +621,16 @@ async def _run(
     volume_orphan_after: timedelta,
 ) -> None:
     run = _GuardPass(settings, store, notifier, report.at, dry_run, report)
-    fetched = await asyncio.gather(*(_fetch(c) for c in clients))
+
+    def listed(client: ProviderClient) -> list[Instance] | None:
+        # Every listed instance of the provider, not only this account's: the pass keeps one
+        # copy of a pod that two configured keys both list, and a volume is attached when any
+        # pod mounts it. An account whose listing failed lists for itself.
+        if (client.provider, client.account) in failed:
+            return None
+        return [i for i in fleet if i.provider == client.provider]
+
+    fetched = await asyncio.gather(*(_fetch(c, listed(c)) for c in clients))
     closable: set[tuple[str, str, str]] = set()
     for item in fetched:
         account = (item.client.provider, item.client.account)

@@ -37,7 +37,7 @@ from reaper.models import (
 from reaper.notify import messages
 from reaper.notify.base import Notifier
 from reaper.policy import decide
-from reaper.providers.base import UNREADABLE_ID_PREFIX, ProviderClient, ProviderError
+from reaper.providers.base import UNREADABLE_ID_PREFIX, ProviderClient, error_text
 from reaper.store.base import Store
 from reaper.table import format_table
 
@@ -202,7 +202,7 @@ class _Pass:
         for client, result in zip(self.clients, results, strict=True):
             episode = f"provider:{client.provider}:{client.account}"
             if isinstance(result, BaseException):
-                message = _error_text(result)
+                message = error_text(result)
                 report.errors.append(
                     AccountError(provider=client.provider, account=client.account, message=message)
                 )
@@ -292,7 +292,7 @@ class _Pass:
             outcome = await client.terminate(inst.id)
             record = record.model_copy(update={"result": outcome})
         except Exception as exc:  # any failure is recorded, never raised
-            record = record.model_copy(update={"result": "failed", "detail": _error_text(exc)})
+            record = record.model_copy(update={"result": "failed", "detail": error_text(exc)})
         self.store.record_termination(record)
         log.event(
             "terminate",
@@ -353,7 +353,7 @@ class _Pass:
                     provider=client.provider,
                     account=client.account,
                     result="list_failed",
-                    error=_error_text(exc),
+                    error=error_text(exc),
                 )
                 continue
             if any(i.startswith(UNREADABLE_ID_PREFIX) for i in listed):
@@ -435,12 +435,6 @@ def _vanished(
     listed = {i.key for i in fleet}
     recorded = set(history.first_seen_stopped) | set(history.warned_at)
     return {k for k in recorded if k.split(":", 1)[0] in complete and k not in listed}
-
-
-def _error_text(exc: BaseException) -> str:
-    """One line for a failure; never a traceback, never a secret (log.redact scrubs keys)."""
-    text = exc.message if isinstance(exc, ProviderError) else f"{type(exc).__name__}: {exc}"
-    return log.redact(" ".join(str(text).split()))[:300] or type(exc).__name__
 
 
 async def reap_pass(

@@ -41,7 +41,7 @@ from reaper.models import (
 )
 from reaper.notify import messages
 from reaper.notify.base import Notifier
-from reaper.providers.base import ProviderClient, ProviderError
+from reaper.providers.base import ProviderClient, error_text
 from reaper.providers.http import HttpOptions
 from reaper.store.base import Store
 from reaper.table import format_table
@@ -152,11 +152,6 @@ class Survey:
     listed: list[tuple[str, str]] = field(default_factory=list)
 
 
-def _error_text(exc: BaseException) -> str:
-    text = exc.message if isinstance(exc, ProviderError) else f"{type(exc).__name__}: {exc}"
-    return log.redact(" ".join(str(text).split()))[:300] or type(exc).__name__
-
-
 async def survey(clients: Sequence[ProviderClient]) -> Survey:
     """List instances, balances and volumes of every account concurrently; failures are
     recorded per account, never raised."""
@@ -173,13 +168,13 @@ async def survey(clients: Sequence[ProviderClient]) -> Survey:
     ):
         where = {"provider": client.provider, "account": client.account}
         if isinstance(listed, BaseException):
-            result.errors.append(ProblemLine(**where, message=_error_text(listed)))
+            result.errors.append(ProblemLine(**where, message=error_text(listed)))
         else:
             result.instances += listed
             result.listed.append((client.provider, client.account))
         for what, value in (("balance", balance), ("volumes", volumes)):
             if isinstance(value, BaseException):
-                message = f"{what}: {_error_text(value)}"
+                message = f"{what}: {error_text(value)}"
                 result.warnings.append(ProblemLine(**where, message=message))
         if isinstance(balance, Balance):
             result.balances.append(balance)

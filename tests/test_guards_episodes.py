@@ -4,6 +4,7 @@ balance crossings; idle only after IDLE_ALERT_AFTER; failures are warnings (issu
 from __future__ import annotations
 
 import asyncio
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
@@ -53,7 +54,7 @@ class FakeClient:
             spend_per_hour=self.spend,
         )
 
-    async def volumes(self) -> list[Volume]:
+    async def volumes(self, instances: Sequence[Instance] | None = None) -> list[Volume]:
         self.calls.append("volumes")
         if self.volumes_error:
             raise ProviderError(self.provider, self.account, self.volumes_error)

@@ -387,3 +387,16 @@ def test_records_of_instances_gone_from_a_complete_listing_are_forgotten(tmp_pat
         recorded = set(store.history().first_seen_stopped)
         store.close()
         assert recorded == {f"vast:{kept}"}
+
+
+def test_a_pass_lists_runpod_pods_once_and_the_guards_reuse_it(tmp_path: Path) -> None:
+    with world(tmp_path) as w:
+        w.runpod.add_network_volume("nv-used", name="data")
+        w.runpod.add_network_volume("nv-orphan", name="old")
+        w.runpod.add_pod(status="RUNNING", network_volume_id="nv-used")
+        w.runpod.reset_log()
+        report = w.run()
+        assert w.runpod.count("list") == 1
+        assert report.guards is not None
+        attached = {v.id: v.attached for v in report.guards.volumes}
+        assert attached == {"nv-used": True, "nv-orphan": False}

@@ -7,7 +7,7 @@ error for that account (never a shorter fleet, never an exception that stops the
 
 from __future__ import annotations
 
-from collections.abc import Collection
+from collections.abc import Collection, Sequence
 from typing import Literal, Protocol
 
 from reaper.models import Balance, Instance, ProviderName, Volume
@@ -27,6 +27,15 @@ class ProviderError(Exception):
         self.provider = provider
         self.account = account
         self.message = message
+
+
+def error_text(exc: BaseException) -> str:
+    """One line for a failure, for reports, alerts and the audit: never a traceback, never a
+    secret (log.redact scrubs every registered key), at most 300 characters."""
+    from reaper import log
+
+    text = exc.message if isinstance(exc, ProviderError) else f"{type(exc).__name__}: {exc}"
+    return log.redact(" ".join(str(text).split()))[:300] or type(exc).__name__
 
 
 class ProviderClient(Protocol):
@@ -49,6 +58,10 @@ class ProviderClient(Protocol):
 
     async def balance(self) -> Balance: ...
 
-    async def volumes(self) -> list[Volume]: ...
+    async def volumes(self, instances: Sequence[Instance] | None = None) -> list[Volume]:
+        """The account's volumes. `instances`: this account's complete listing from the same
+        pass, so a provider that tells attachment from its pods need not list them again;
+        None → the client lists them itself."""
+        ...
 
     async def aclose(self) -> None: ...

@@ -9,7 +9,7 @@ and its failure is the caller's warning, never a failed reap.
 
 from __future__ import annotations
 
-from collections.abc import Collection
+from collections.abc import Collection, Sequence
 from typing import Any
 from urllib.parse import quote
 
@@ -295,7 +295,7 @@ class RunPodClient:
             spend_limit=as_number(myself.get("spendLimit")),
         )
 
-    async def volumes(self) -> list[Volume]:
+    async def volumes(self, instances: Sequence[Instance] | None = None) -> list[Volume]:
         """Network volumes, with `attached` worked out from what references them.
 
         The spec's `NetworkVolume` has no attachment field: a volume is attached when a pod
@@ -309,7 +309,8 @@ class RunPodClient:
         raw_volumes = json_object(self.http, reply, "listing network volumes").get("networkVolumes")
         if not isinstance(raw_volumes, list):
             raise self.http.error("listing network volumes: no `networkVolumes` list")
-        used = {i.network_volume_id for i in await self.list_instances() if i.network_volume_id}
+        pods = await self.list_instances() if instances is None else instances
+        used = {i.network_volume_id for i in pods if i.network_volume_id}
         endpoint_volumes = await self._endpoint_volumes()
         volumes = []
         for raw in raw_volumes:

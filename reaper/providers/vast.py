@@ -10,7 +10,7 @@ and adaptive concurrency do the pacing.
 from __future__ import annotations
 
 import json
-from collections.abc import Collection
+from collections.abc import Collection, Sequence
 from typing import Any
 
 import httpx
@@ -291,7 +291,7 @@ class VastClient:
             amount = as_number(body.get("balance"))
         return Balance(provider="vast", account=self.account, balance=amount)
 
-    async def volumes(self) -> list[Volume]:
+    async def volumes(self, instances: Sequence[Instance] | None = None) -> list[Volume]:
         """`GET /api/v0/volumes/?owner=me` (`owner=me` comes from Vast's SDK, not the spec).
 
         `attached` is whether the volume's `instances` list is non-empty (None when the field
