@@ -74,6 +74,16 @@ class Settings:
     idle_alert_after: timedelta = timedelta(hours=1)
     # Beyond the contract: how long a volume may sit attached to nothing before it is a leak.
     volume_orphan_after: timedelta = timedelta(hours=24)
+    # A termination needs a warning that reached a person (Telegram, Bark, ntfy); False accepts
+    # a warning written only to the log.
+    require_channel: bool = True
+    # Stuck starting, scheduling, in error or abandoned this long: named in an alert.
+    stuck_after: timedelta | None = timedelta(hours=6)
+
+    @property
+    def human_channel(self) -> bool:
+        """Whether any channel that reaches a person is configured."""
+        return bool(self.telegram_bot_token or self.bark_url)
 
     @property
     def accounts(self) -> tuple[Account, ...]:

@@ -688,7 +688,7 @@ def fleet_json(history: History, settings: Settings, now: datetime) -> dict[str,
             "instance": key,
             "stopped_since": iso(since),
             "due_at": iso(since + settings.stopped_ttl),
-            "warned_at": iso(history.warned_at.get(key)),
+            "warned_at": iso(w.at) if (w := history.warnings.get(key)) else None,
         }
         for key, since in sorted(history.first_seen_stopped.items(), key=lambda kv: kv[1])
     ]

@@ -68,6 +68,15 @@ class Instance(BaseModel):
     network_volume_id: str | None = None
     # The provider's console page for this instance, for alerts (Bark `url`).
     console_url: str | None = None
+    # Set by the provider when a field that protects an instance (RunPod `locked` or `name`,
+    # Vast `label`) is missing or unreadable: it then counts as protected, and this says why.
+    protection_unreadable: str | None = None
+    # False when the provider's answer cannot show that the instance started since an earlier
+    # reading (no start time in it): the warning then must not promise that starting saves it.
+    restart_visible: bool = True
+    # The provider's own words about this state, for warnings and alerts ("Vast still means to
+    # run it: it resumes if your bid wins"); empty when there is nothing to add.
+    state_note: str = ""
 
     @property
     def key(self) -> str:
@@ -87,19 +96,37 @@ class KeptInstance(BaseModel):
         return self.until is None or now < self.until
 
 
+class WarningRecord(BaseModel):
+    """A termination warning as it went out.
+
+    `at` is when it was *delivered* (the notice runs from then, not from the pass's start);
+    `heard` is whether it reached a human channel (Telegram, Bark, ntfy) rather than only the
+    log; `mode` is the mode of the pass that sent it: an observe warning said "would be
+    terminated" and never licenses a termination in enforce mode. `terminate_at` is the time
+    the warning announced.
+    """
+
+    model_config = ConfigDict(frozen=True, defer_build=True)
+
+    at: datetime
+    heard: bool
+    mode: Literal["enforce", "observe"]
+    terminate_at: datetime | None = None
+
+
 class History(BaseModel):
     """What the store remembers about the fleet, as the policy needs it.
 
     `first_seen_stopped` is the start of the current stopped stretch (the providers have no
     "stopped at" field, so the reaper records when it first saw each instance stopped).
-    `warned_at` is when a termination warning went out in that stretch; a warning older than
-    the stretch's start belongs to an earlier stretch and does not count.
+    `warnings` holds the termination warning of that stretch; a warning older than the
+    stretch's start belongs to an earlier stretch and does not count.
     """
 
     model_config = ConfigDict(frozen=True, defer_build=True)
 
     first_seen_stopped: dict[str, datetime] = Field(default_factory=dict)
-    warned_at: dict[str, datetime] = Field(default_factory=dict)
+    warnings: dict[str, WarningRecord] = Field(default_factory=dict)
     kept: dict[str, KeptInstance] = Field(default_factory=dict)
 
 
@@ -208,6 +235,9 @@ class Monitor(BaseModel):
     bye_at: datetime | None = None
     # Set once the "instance stopped, the reaper takes over" note went out for this outage.
     stopped_noted: bool = False
+    # When a complete listing first failed to show this provider host's instance: it retires as
+    # gone only when a second complete listing, a watch period later, misses it too.
+    absent_since: datetime | None = None
 
 
 class Alert(BaseModel):
@@ -232,6 +262,9 @@ class Delivery(BaseModel):
     channel: str
     ok: bool
     detail: str = ""
+    # Whether this channel reaches a person (Telegram, Bark, ntfy); the log does not. Only a
+    # warning delivered where a person can read it licenses a termination.
+    heard: bool = False
 
 
 class Episode(BaseModel):
@@ -271,3 +304,15 @@ class Volume(BaseModel):
     attached: bool | None = None
     cost_per_month: float | None = None
     created_at: datetime | None = None
+
+
+class Listing(BaseModel):
+    """One account's last complete listing, as a reap pass saw it: what `reaper keep`, `status`
+    and the status page show between passes (they never list the providers themselves)."""
+
+    model_config = ConfigDict(frozen=True, defer_build=True)
+
+    provider: ProviderName
+    account: str
+    at: datetime
+    instances: list[Instance] = Field(default_factory=list)

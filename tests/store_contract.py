@@ -23,7 +23,16 @@ from datetime import UTC, datetime, timedelta, timezone
 import pytest
 
 from reaper.clock import FakeClock
-from reaper.models import AuditRecord, Episode, KeptInstance, Monitor, ReapRun
+from reaper.models import (
+    AuditRecord,
+    Episode,
+    Instance,
+    KeptInstance,
+    Listing,
+    Monitor,
+    ReapRun,
+    WarningRecord,
+)
 from reaper.store.base import Store
 
 T0 = datetime(2026, 3, 1, 12, 0, tzinfo=UTC)
@@ -66,6 +75,12 @@ def audit_record(
     )
 
 
+def warning(at: datetime, *, heard: bool = True, mode: str = "enforce") -> WarningRecord:
+    return WarningRecord.model_validate(
+        {"at": at, "heard": heard, "mode": mode, "terminate_at": at + HOUR}
+    )
+
+
 def reap_run(at: datetime, finished_at: datetime, *, dry_run: bool = False) -> ReapRun:
     return ReapRun(
         at=at,
@@ -102,10 +117,12 @@ def full_monitor(host: str = "trainer-1") -> Monitor:
 WRITES: dict[str, Callable[[Store], object]] = {
     "start_stopped_clock": lambda s: s.start_stopped_clock("k", T0),
     "reset_stopped_clock": lambda s: s.reset_stopped_clock("k"),
-    "record_warning": lambda s: s.record_warning("k", T0),
+    "record_warning": lambda s: s.record_warning("k", warning(T0)),
     "keep": lambda s: s.keep(KeptInstance(key="k", since=T0)),
     "unkeep": lambda s: s.unkeep("k"),
     "acquire_lease": lambda s: s.acquire_lease("reap", "me", T0, HOUR),
+    "renew_lease": lambda s: s.renew_lease("reap", "me", T0, HOUR),
+    "record_listing": lambda s: s.record_listing(Listing(provider="vast", account="a", at=T0)),
     "release_lease": lambda s: s.release_lease("reap", "me"),
     "record_termination": lambda s: s.record_termination(audit_record()),
     "record_reap": lambda s: s.record_reap(reap_run(T0, T0)),
@@ -131,7 +148,8 @@ class StoreContract:
         assert store.read_only is False
         history = store.history()
         assert history.first_seen_stopped == {}
-        assert history.warned_at == {}
+        assert history.warnings == {}
+        assert store.listings() == []
         assert history.kept == {}
         assert store.audit_log() == []
         assert store.last_reap() is None
@@ -164,11 +182,11 @@ class StoreContract:
 
     def test_reset_forgets_the_stretch_and_its_warning(self, store: Store) -> None:
         store.start_stopped_clock("runpod:a", T0)
-        assert store.record_warning("runpod:a", T0 + HOUR)
+        store.record_warning("runpod:a", warning(T0 + HOUR))
         store.reset_stopped_clock("runpod:a")
         history = store.history()
         assert "runpod:a" not in history.first_seen_stopped
-        assert "runpod:a" not in history.warned_at
+        assert "runpod:a" not in history.warnings
 
     def test_reset_of_an_unknown_key_changes_nothing(self, store: Store) -> None:
         store.start_stopped_clock("runpod:a", T0)
@@ -182,29 +200,65 @@ class StoreContract:
         assert store.history().first_seen_stopped["runpod:a"] == T0 + 5 * HOUR
 
     # --- warnings --------------------------------------------------------------------------
-    def test_record_warning_once_per_stretch(self, store: Store) -> None:
+    def test_a_warning_round_trips_with_delivery_hearing_and_mode(self, store: Store) -> None:
         store.start_stopped_clock("runpod:a", T0)
-        assert store.record_warning("runpod:a", T0 + HOUR) is True
-        assert store.record_warning("runpod:a", T0 + 2 * HOUR) is False
-        warned = store.history().warned_at["runpod:a"]
-        assert warned == T0 + HOUR, "the second, refused warning must change nothing"
-        assert_utc(warned)
+        heard = warning(T0 + HOUR, heard=True, mode="enforce")
+        store.record_warning("runpod:a", heard)
+        stored = store.history().warnings["runpod:a"]
+        assert stored == heard
+        assert_utc(stored.at)
+        assert_utc(stored.terminate_at)
+        logged = warning(T0 + 2 * HOUR, heard=False, mode="observe")
+        store.record_warning("vast:7", logged)
+        assert store.history().warnings["vast:7"] == logged
+
+    def test_a_new_warning_replaces_the_stretch_warning(self, store: Store) -> None:
+        """An observe or log-only warning is replaced by the first one that can license a
+        termination; a newer warning can only move a termination later."""
+        store.start_stopped_clock("runpod:a", T0)
+        store.record_warning("runpod:a", warning(T0 + HOUR, heard=False, mode="observe"))
+        store.record_warning("runpod:a", warning(T0 + 2 * HOUR))
+        assert store.history().warnings["runpod:a"] == warning(T0 + 2 * HOUR)
 
     def test_warnings_are_per_key(self, store: Store) -> None:
         store.start_stopped_clock("runpod:a", T0)
         store.start_stopped_clock("runpod:b", T0)
-        assert store.record_warning("runpod:a", T0 + HOUR)
-        assert store.record_warning("runpod:b", T0 + HOUR)
-        assert set(store.history().warned_at) == {"runpod:a", "runpod:b"}
+        store.record_warning("runpod:a", warning(T0 + HOUR))
+        store.record_warning("runpod:b", warning(T0 + HOUR))
+        assert set(store.history().warnings) == {"runpod:a", "runpod:b"}
 
-    def test_a_warning_is_allowed_again_after_a_reset(self, store: Store) -> None:
+    def test_a_warning_is_recorded_again_after_a_reset(self, store: Store) -> None:
         store.start_stopped_clock("runpod:a", T0)
-        assert store.record_warning("runpod:a", T0 + HOUR)
+        store.record_warning("runpod:a", warning(T0 + HOUR))
         store.reset_stopped_clock("runpod:a")
+        assert "runpod:a" not in store.history().warnings
         store.start_stopped_clock("runpod:a", T0 + 10 * HOUR)
-        assert store.record_warning("runpod:a", T0 + 11 * HOUR) is True
-        assert store.history().warned_at["runpod:a"] == T0 + 11 * HOUR
-        assert store.record_warning("runpod:a", T0 + 12 * HOUR) is False
+        store.record_warning("runpod:a", warning(T0 + 11 * HOUR))
+        assert store.history().warnings["runpod:a"].at == T0 + 11 * HOUR
+
+    # --- last listings -----------------------------------------------------------------------
+    def test_a_listing_per_account_replaces_the_one_before(self, store: Store) -> None:
+        pod = Instance(
+            provider="runpod",
+            account="main",
+            id="abc",
+            name="train <1>",
+            state="stopped",
+            raw_status="EXITED",
+            stopped_since=T0,
+            cost_per_hour=0.0123,
+        )
+        store.record_listing(Listing(provider="runpod", account="main", at=T0, instances=[pod]))
+        store.record_listing(Listing(provider="vast", account="main", at=T0, instances=[]))
+        newer = Listing(provider="runpod", account="main", at=T0 + HOUR, instances=[])
+        store.record_listing(newer)
+        listings = store.listings()
+        assert [(x.provider, x.account) for x in listings] == [("runpod", "main"), ("vast", "main")]
+        assert listings[0] == newer
+        store.record_listing(Listing(provider="runpod", account="main", at=T0, instances=[pod]))
+        (again, _vast) = store.listings()
+        assert again.instances == [pod]
+        assert_utc(again.at)
 
     # --- keep --------------------------------------------------------------------------------
     def test_keep_round_trip_with_and_without_until(self, store: Store) -> None:
@@ -247,6 +301,30 @@ class StoreContract:
         assert store.acquire_lease("reap", "bob", T0 + 10 * MINUTE, 10 * MINUTE) is True
         # Bob holds it now: Alice, coming back late, is refused.
         assert store.acquire_lease("reap", "alice", T0 + 11 * MINUTE, 10 * MINUTE) is False
+
+    def test_renew_extends_only_a_lease_the_owner_still_holds(self, store: Store) -> None:
+        assert store.acquire_lease("reap", "alice", T0, 10 * MINUTE)
+        assert store.renew_lease("reap", "alice", T0 + 5 * MINUTE, 10 * MINUTE) is True
+        assert store.acquire_lease("reap", "bob", T0 + 12 * MINUTE, 10 * MINUTE) is False
+        assert store.renew_lease("reap", "bob", T0 + 12 * MINUTE, 10 * MINUTE) is False
+
+    def test_renew_never_takes_back_an_expired_lease(self, store: Store) -> None:
+        """A pass that stalled past its lease cannot renew it, even when nobody took it."""
+        assert store.acquire_lease("reap", "alice", T0, 10 * MINUTE)
+        assert store.renew_lease("reap", "alice", T0 + 10 * MINUTE, 10 * MINUTE) is False
+        assert store.acquire_lease("reap", "bob", T0 + 10 * MINUTE, 10 * MINUTE) is True
+
+    def test_renew_never_takes_back_a_lease_released_after_another_held_it(
+        self, store: Store
+    ) -> None:
+        assert store.acquire_lease("reap", "alice", T0, 10 * MINUTE)
+        assert store.acquire_lease("reap", "bob", T0 + 11 * MINUTE, 10 * MINUTE)
+        store.release_lease("reap", "bob")
+        assert store.renew_lease("reap", "alice", T0 + 12 * MINUTE, 10 * MINUTE) is False
+        assert store.renew_lease("reap", "alice", T0 + 5 * MINUTE, 10 * MINUTE) is False
+
+    def test_renew_of_a_free_lease_fails(self, store: Store) -> None:
+        assert store.renew_lease("reap", "alice", T0, 10 * MINUTE) is False
 
     def test_the_owner_renews_and_extends(self, store: Store) -> None:
         assert store.acquire_lease("reap", "alice", T0, 10 * MINUTE)

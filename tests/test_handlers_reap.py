@@ -10,7 +10,7 @@ from datetime import UTC, datetime, timedelta
 import pytest
 
 from handlers.reap import handler
-from reaper.models import KeptInstance
+from reaper.models import KeptInstance, WarningRecord
 from reaper.providers.emulator import RunPodEmulator
 from tests.aws_support import Account, aws_account, json_lines, scheduled_event
 
@@ -52,6 +52,10 @@ def test_a_scheduled_pass_records_in_dynamodb(account: Account, runpod: RunPodEm
     assert account.store().acquire_lease("reap", "someone-else", datetime.now(UTC), timedelta(1))
 
 
+def heard_warning(at: datetime) -> WarningRecord:
+    return WarningRecord(at=at, heard=True, mode="enforce")
+
+
 def test_a_dry_run_writes_nothing_and_calls_nothing_mutating(
     account: Account, runpod: RunPodEmulator
 ) -> None:
@@ -59,7 +63,7 @@ def test_a_dry_run_writes_nothing_and_calls_nothing_mutating(
     now = datetime.now(UTC)
     store = account.store()
     store.start_stopped_clock("runpod:pod-stopped", now - timedelta(hours=30))
-    assert store.record_warning("runpod:pod-stopped", now - timedelta(hours=2))
+    store.record_warning("runpod:pod-stopped", heard_warning(now - timedelta(hours=2)))
     before = account.items()
 
     result = handler({"dry_run": True}, None)
@@ -75,7 +79,7 @@ def test_max_terminations_zero_holds(account: Account, runpod: RunPodEmulator) -
     now = datetime.now(UTC)
     store = account.store()
     store.start_stopped_clock("runpod:pod-stopped", now - timedelta(hours=30))
-    store.record_warning("runpod:pod-stopped", now - timedelta(hours=2))
+    store.record_warning("runpod:pod-stopped", heard_warning(now - timedelta(hours=2)))
     result = handler({"max_terminations": 0}, None)
     [action] = [a for a in result["actions"] if a["id"] == "pod-stopped"]
     assert action["action"] == "hold"

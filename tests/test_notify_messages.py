@@ -41,9 +41,11 @@ VAST = Instance(
 
 
 def assert_phone_readable(alert: Alert) -> None:
+    """One line of title; one line of body, except a folded list (one line per instance)."""
     assert alert.title.strip()
     assert "\n" not in alert.title
-    assert "\n" not in alert.body
+    if alert.dedup_key != "termination_warnings":
+        assert "\n" not in alert.body
     assert len(alert.title) <= 200
     assert alert.event != "alert"
 
@@ -65,7 +67,9 @@ def test_humanize(delta: timedelta, text: str) -> None:
 
 
 def test_termination_warning_runpod() -> None:
-    alert = messages.termination_warning(RUNPOD, NOW + timedelta(hours=1), NOW, "reaper:keep")
+    alert = messages.termination_warning(
+        RUNPOD, NOW + timedelta(hours=1), NOW, "reaper:keep", next_check=NOW + timedelta(hours=1)
+    )
     assert_phone_readable(alert)
     assert alert.title == (
         "llama-finetune (runpod:abc123xyz) will be terminated in 1h (2026-03-04 13:00 UTC)"
@@ -81,9 +85,44 @@ def test_termination_warning_runpod() -> None:
     assert alert.dedup_key == "termination_warning:runpod:abc123xyz"
 
 
+def test_a_warning_without_a_visible_restart_does_not_promise_that_starting_saves_it() -> None:
+    """Where the provider's answer cannot show a start between two checks (Vast; a RunPod pod
+    without `startedAt`), a start and stop before the next check would go unseen."""
+    hidden = RUNPOD.model_copy(update={"restart_visible": False})
+    alert = messages.termination_warning(
+        hidden, NOW + timedelta(hours=1), NOW, "reaper:keep", next_check=NOW + timedelta(hours=1)
+    )
+    assert "To keep it: start it" not in alert.body
+    assert "leave it running past the next check (2026-03-04 13:00 UTC)" in alert.body
+    assert "`reaper keep runpod:abc123xyz`" in alert.body
+
+
+def test_an_observe_warning_says_would_and_never_will() -> None:
+    alert = messages.termination_warning(
+        RUNPOD, NOW + timedelta(hours=1), NOW, "k", next_check=NOW, observe=True
+    )
+    assert "would be terminated" in alert.title
+    assert "will be terminated" not in alert.title
+    assert "observe" in alert.body
+
+
+def test_a_folded_warning_names_each_instance_and_its_deadline() -> None:
+    alert = messages.termination_warnings(
+        [(RUNPOD, NOW + timedelta(hours=1)), (VAST, NOW + timedelta(hours=2))],
+        NOW,
+        "reaper:keep",
+        next_check=NOW,
+    )
+    assert alert.title.startswith("2 stopped instances will be terminated")
+    assert "llama-finetune (runpod:abc123xyz): 2026-03-04 13:00 UTC" in alert.body
+    assert "sd-batch (vast:987654): 2026-03-04 14:00 UTC" in alert.body
+
+
 def test_termination_warning_vast() -> None:
     stopped = VAST.model_copy(update={"state": "stopped", "raw_status": "stopped"})
-    alert = messages.termination_warning(stopped, NOW + timedelta(minutes=90), NOW, "do-not-reap")
+    alert = messages.termination_warning(
+        stopped, NOW + timedelta(minutes=90), NOW, "do-not-reap", next_check=NOW
+    )
     assert "in 1h30m" in alert.title
     assert "instance disk 100 GB" in alert.body
     assert "Vast volumes survive" in alert.body
@@ -93,7 +132,7 @@ def test_termination_warning_vast() -> None:
 
 def test_network_volume_named_when_known() -> None:
     inst = RUNPOD.model_copy(update={"network_volume_id": "vol-42"})
-    alert = messages.termination_warning(inst, NOW, NOW, "reaper:keep")
+    alert = messages.termination_warning(inst, NOW, NOW, "reaper:keep", next_check=NOW)
     assert "network volume vol-42 survives" in alert.body
     assert "terminated now" in alert.title
 
@@ -138,10 +177,11 @@ def test_provider_and_fleet_messages() -> None:
     assert failing.title == "RunPod account team: API failing"
     assert "HTTP 503 from /pods" in failing.body
 
-    cap = messages.cap_exceeded(14, 10, [RUNPOD, VAST, RUNPOD, VAST, RUNPOD])
+    cap = messages.cap_exceeded(14, 10, [RUNPOD, VAST, RUNPOD, VAST, RUNPOD], "--max-terminations")
     assert_phone_readable(cap)
     assert "14" in cap.title
     assert "cap 10" in cap.title
+    assert "--max-terminations" in cap.title
     assert "--max-terminations 14" in cap.body
     assert "(+2 more)" in cap.body
 
@@ -202,12 +242,19 @@ def test_webhook_title_body_level() -> None:
 
 def _calls() -> dict[str, Callable[[], Alert]]:
     return {
-        "termination_warning": lambda: messages.termination_warning(RUNPOD, NOW, NOW, "k"),
+        "termination_warning": lambda: messages.termination_warning(
+            RUNPOD, NOW, NOW, "k", next_check=NOW
+        ),
+        "termination_warnings": lambda: messages.termination_warnings(
+            [(RUNPOD, NOW), (VAST, NOW)], NOW, "k", next_check=NOW
+        ),
+        "clock_behind": lambda: messages.clock_behind(NOW, NOW),
+        "no_channel_hold": lambda: messages.no_channel_hold(2),
         "terminated": lambda: messages.terminated(VAST, None),
         "termination_unconfirmed": lambda: messages.termination_unconfirmed(VAST),
         "would_terminate": lambda: messages.would_terminate(VAST),
         "provider_failing": lambda: messages.provider_failing("vast", "1", "boom"),
-        "cap_exceeded": lambda: messages.cap_exceeded(1, 0, [VAST]),
+        "cap_exceeded": lambda: messages.cap_exceeded(1, 0, [VAST], "REAPER_MAX_TERMINATIONS"),
         "monitor_down": lambda: messages.monitor_down("h", NOW, NOW),
         "monitor_still_down": lambda: messages.monitor_still_down("h", NOW, NOW),
         "monitor_recovered": lambda: messages.monitor_recovered("h", timedelta(0)),
@@ -237,6 +284,8 @@ def test_every_event_renders() -> None:
         assert_phone_readable(alert)
         # A one-line webhook text is all title; every event of reaper's own says what to do.
         assert alert.body.strip() or name == "webhook", name
-        expected = "test" if name == "test_message" else name
+        expected = {"test_message": "test", "termination_warnings": "termination_warning"}.get(
+            name, name
+        )
         if name != "monitor_still_down":
             assert alert.event == expected

@@ -8,7 +8,7 @@ from datetime import UTC, datetime, timedelta
 import pytest
 
 from reaper.config import Settings
-from reaper.models import History, Instance, KeptInstance
+from reaper.models import History, Instance, KeptInstance, WarningRecord
 from reaper.policy import decide
 
 NOW = datetime(2026, 6, 1, 12, 0, tzinfo=UTC)
@@ -34,7 +34,10 @@ def history(
     warned: dict[str, datetime] | None = None,
     kept: dict[str, KeptInstance] | None = None,
 ) -> History:
-    return History(first_seen_stopped=stopped or {}, warned_at=warned or {}, kept=kept or {})
+    warnings = {
+        key: WarningRecord(at=at, heard=True, mode="enforce") for key, at in (warned or {}).items()
+    }
+    return History(first_seen_stopped=stopped or {}, warnings=warnings, kept=kept or {})
 
 
 def only(plan_decisions: list, key: str = "runpod:p1"):  # type: ignore[no-untyped-def]
@@ -51,11 +54,12 @@ def test_first_sight_of_a_stopped_pod_starts_its_clock_and_decides_nothing() -> 
 
 
 def test_before_the_warning_window_nothing_happens() -> None:
-    h = history(stopped={"runpod:p1": NOW - 22 * H})
+    # The window is REAPER_WARN_BEFORE + REAPER_REAP_EVERY (1h + 1h) before the deadline.
+    h = history(stopped={"runpod:p1": NOW - 22 * H + timedelta(seconds=1)})
     plan = decide([pod()], h, NOW, SETTINGS)
     assert plan.decisions == []
     assert plan.clock_changes == []
-    assert plan.instances[0].stopped_since == NOW - 22 * H
+    assert plan.instances[0].stopped_since == NOW - 22 * H + timedelta(seconds=1)
 
 
 def test_inside_the_warning_window_it_warns_with_the_deadline() -> None:
@@ -186,7 +190,14 @@ def test_cluster_members_are_held_with_the_reason() -> None:
 
 def test_observe_mode_holds_what_would_be_terminated() -> None:
     settings = replace(SETTINGS, mode="observe")
-    decision = only(decide([pod()], DUE, NOW, settings).decisions)
+    observed = DUE.model_copy(
+        update={
+            "warnings": {
+                k: w.model_copy(update={"mode": "observe"}) for k, w in DUE.warnings.items()
+            }
+        }
+    )
+    decision = only(decide([pod()], observed, NOW, settings).decisions)
     assert decision is not None and decision.action == "hold"
     assert "would terminate" in decision.reason
 
@@ -252,7 +263,10 @@ def test_held_cluster_members_do_not_count_against_the_cap() -> None:
     h = h.model_copy(
         update={
             "first_seen_stopped": {**h.first_seen_stopped, "runpod:c": NOW - 48 * H},
-            "warned_at": {**h.warned_at, "runpod:c": NOW - 2 * H},
+            "warnings": {
+                **h.warnings,
+                "runpod:c": WarningRecord(at=NOW - 2 * H, heard=True, mode="enforce"),
+            },
         }
     )
     plan = decide(fleet, h, NOW, replace(SETTINGS, max_terminations=2))

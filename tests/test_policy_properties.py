@@ -9,7 +9,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from reaper.config import Settings
-from reaper.models import History, Instance, KeptInstance
+from reaper.models import History, Instance, KeptInstance, WarningRecord
 from reaper.policy import decide
 
 NOW = datetime(2026, 6, 1, 12, 0, tzinfo=UTC)
@@ -44,7 +44,11 @@ def instances(draw: st.DrawFn) -> Instance:
         raw_status=draw(st.sampled_from(RAW[provider])),
         locked=provider == "runpod" and draw(st.booleans()),
         cluster_id=draw(st.sampled_from([None, None, "c1"])) if provider == "runpod" else None,
-        started_at=draw(st.none() | offsets.map(lambda o: NOW - o)),
+        # Start and creation times anywhere, the future (an unreadable clock) included.
+        started_at=draw(st.none() | offsets.map(lambda o: NOW - o + timedelta(hours=6))),
+        created_at=draw(st.none() | offsets.map(lambda o: NOW - o + timedelta(hours=6))),
+        protection_unreadable=draw(st.sampled_from([None, None, None, "`locked` is null"])),
+        restart_visible=draw(st.booleans()),
     )
 
 
@@ -52,14 +56,18 @@ def instances(draw: st.DrawFn) -> Instance:
 def scenarios(draw: st.DrawFn) -> tuple[list[Instance], History, Settings]:
     fleet = draw(st.lists(instances(), max_size=25, unique_by=lambda i: i.key))
     stopped: dict[str, datetime] = {}
-    warned: dict[str, datetime] = {}
+    warned: dict[str, WarningRecord] = {}
     kept: dict[str, KeptInstance] = {}
     for inst in fleet:
         if draw(st.booleans()):
             stopped[inst.key] = NOW - draw(offsets)
         if draw(st.booleans()):
             # Warnings anywhere: before the stretch, inside it, even "now" or in the future.
-            warned[inst.key] = NOW - draw(offsets) + timedelta(hours=draw(st.integers(0, 1)))
+            warned[inst.key] = WarningRecord(
+                at=NOW - draw(offsets) + timedelta(hours=draw(st.integers(0, 1))),
+                heard=draw(st.booleans()),
+                mode=draw(st.sampled_from(["enforce", "observe"])),
+            )
         if draw(st.integers(0, 4)) == 0:
             until = draw(
                 st.sampled_from([None, NOW - timedelta(hours=1), NOW + timedelta(hours=1)])
@@ -73,8 +81,12 @@ def scenarios(draw: st.DrawFn) -> tuple[list[Instance], History, Settings]:
         max_terminations=draw(st.integers(0, 6)),
         mode=draw(st.sampled_from(["enforce", "observe"])),
         protect_marker=MARKER,
+        reap_every=timedelta(minutes=draw(st.integers(1, 180))),
+        require_channel=draw(st.booleans()),
+        telegram_bot_token=draw(st.sampled_from([None, "123:abc"])),
+        telegram_chat_id="42",
     )
-    history = History(first_seen_stopped=stopped, warned_at=warned, kept=kept)
+    history = History(first_seen_stopped=stopped, warnings=warned, kept=kept)
     return fleet, history, config
 
 
@@ -95,19 +107,45 @@ def test_nothing_unsafe_is_ever_terminated(
     for decision in terminated:
         inst = decision.instance
         key = inst.key
-        # Only stopped; never protected, locked, kept or a cluster member.
+        # Only stopped; never protected, locked, kept, unreadably protected or a cluster member.
         assert inst.state == "stopped"
         assert not inst.locked and MARKER not in inst.name and inst.cluster_id is None
+        assert inst.protection_unreadable is None
         if key in history.kept:
             assert not history.kept[key].active(NOW)
-        # Never before the TTL of a stretch the store already knew about (not first sight).
+        # Never before the TTL of a stretch the store already knew about (not first sight),
+        # and never counting from before the instance's own creation or start.
         assert key in history.first_seen_stopped
         since = history.first_seen_stopped[key]
         assert since + config.stopped_ttl <= NOW
-        # Never without a warning from an earlier pass of the same stretch, with full notice.
-        warned = history.warned_at[key]
-        assert since <= warned < NOW
-        assert warned + config.warn_before <= NOW
+        for moment in (inst.created_at, inst.started_at):
+            if moment is not None and moment <= NOW:
+                assert inst.stopped_since is not None and moment <= inst.stopped_since
+                assert inst.stopped_since + config.stopped_ttl <= NOW
+        # Never without a warning from an earlier pass of the same stretch, with full notice,
+        # sent in enforce mode (an observe warning never licenses) and heard by a person
+        # unless REAPER_REQUIRE_CHANNEL=false.
+        warning = history.warnings[key]
+        assert since <= warning.at < NOW
+        assert warning.at + config.warn_before <= NOW
+        assert warning.mode == "enforce"
+        assert warning.heard or not config.require_channel
+
+
+@settings(max_examples=300, deadline=None)
+@given(scenarios())
+def test_a_stretch_never_starts_before_creation_or_in_the_future(
+    scenario: tuple[list[Instance], History, Settings],
+) -> None:
+    fleet, history, config = scenario
+    plan = decide(fleet, history, NOW, config)
+    for inst in plan.instances:
+        if inst.stopped_since is None or inst.state != "stopped":
+            continue
+        assert inst.stopped_since <= NOW
+        for moment in (inst.created_at, inst.started_at):
+            if moment is not None and moment <= NOW:
+                assert moment <= inst.stopped_since
 
 
 @settings(max_examples=300, deadline=None)
@@ -130,9 +168,15 @@ def test_decisions_and_clock_changes_follow_the_states(
         elif change.change == "restart":
             started = by_key[change.key].started_at
             assert state == "stopped" and started is not None
-            assert started > history.first_seen_stopped[change.key]
+            # A start after the stretch began, and never one in the future (unreadable).
+            assert history.first_seen_stopped[change.key] < started <= NOW
         else:
             assert state == "stopped" and change.key not in history.first_seen_stopped
+
+    # A start time in the future is never a restart, and never resets anything.
+    for inst in fleet:
+        if inst.started_at is not None and inst.started_at > NOW:
+            assert (inst.key, "restart") not in {(c.key, c.change) for c in plan.clock_changes}
 
     # Unknown and terminated keep whatever the store had.
     for inst in plan.instances:
@@ -152,4 +196,8 @@ def test_first_sight_never_acts(scenario: tuple[list[Instance], History, Setting
     plan = decide(fleet, History(), NOW, config)
     # With no history every stopped instance is seen for the first time: its clock starts.
     assert {c.key for c in plan.clock_changes} == {i.key for i in fleet if i.state == "stopped"}
-    assert not any(d.action in ("terminate", "warn", "hold") for d in plan.decisions)
+    assert not any(d.action in ("terminate", "hold") for d in plan.decisions)
+    # It may warn at once only when the whole TTL fits in the warning window (the warning
+    # must go out a pass before the deadline for the termination to land on time).
+    if config.stopped_ttl > config.warn_before + config.reap_every:
+        assert not any(d.action == "warn" for d in plan.decisions)

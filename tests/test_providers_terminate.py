@@ -147,21 +147,25 @@ def test_vast_destroy_that_never_confirms_leaves_it_stopped() -> None:
         assert on_vast(server, VAST_KEY, scenario, FAST) == ("deleted", ["stopped"])
 
 
-@pytest.mark.parametrize("bad_id", ["", "12/../13", "abc", "unreadable-3"])
+@pytest.mark.parametrize(
+    "bad_id", ["", ".", "..", "12/../13", "a/../b", "a%2Fb", "-x", "x y", "unreadable-3"]
+)
 def test_ids_that_are_not_ids_are_refused_without_a_call(bad_id: str) -> None:
+    """Ids are checked against each provider's strict pattern: `..` would send the DELETE to
+    the API root, `.` to the whole pods collection."""
     with RunPodEmulator({"main": RP_KEY}) as runpod, VastEmulator({"main": VAST_KEY}) as vast:
         with pytest.raises(ProviderError, match="refusing"):
             on_vast(vast, VAST_KEY, lambda c: c.terminate(bad_id), FAST)
-        if bad_id in ("", "unreadable-3"):
-            with pytest.raises(ProviderError, match="refusing"):
-                on_runpod(runpod, RP_KEY, lambda c: c.terminate(bad_id), FAST)
+        with pytest.raises(ProviderError, match="refusing"):
+            on_runpod(runpod, RP_KEY, lambda c: c.terminate(bad_id), FAST)
         assert vast.mutations == [] and runpod.mutations == []
 
 
-def test_runpod_ids_are_quoted_into_one_path_segment() -> None:
+def test_a_runpod_delete_names_exactly_one_pod() -> None:
     with RunPodEmulator({"main": RP_KEY}) as server:
-        assert on_runpod(server, RP_KEY, lambda c: c.terminate("a/../b"), FAST) == "not_found"
-        assert [r.path for r in server.mutations] == ["/v2/pods/a%2F..%2Fb"]
+        pod = server.add_pod(status="EXITED")
+        assert on_runpod(server, RP_KEY, lambda c: c.terminate(pod), FAST) == "deleted"
+        assert [r.path for r in server.mutations] == [f"/v2/pods/{pod}"]
 
 
 def test_listing_and_reading_make_no_mutating_call() -> None:

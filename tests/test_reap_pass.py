@@ -344,8 +344,13 @@ def test_the_termination_happens_at_the_deadline_the_warning_announced(tmp_path:
         pod = w.runpod.add_pod(status="EXITED")
         w.run()
         start = w.clock.now()
-        w.clock.set(start + timedelta(hours=23))
+        # Hourly passes: the one within REAPER_WARN_BEFORE + REAPER_REAP_EVERY of the deadline
+        # warns, so that the full notice has run from the warning's delivery by the first pass
+        # at the deadline, which terminates.
+        w.clock.set(start + timedelta(hours=22))
         assert action_of(w.run(), pod) == "warn"
+        w.clock.set(start + timedelta(hours=23))
+        assert action_of(w.run(), pod) is None
         w.clock.set(start + timedelta(hours=24))
         assert action_of(w.run(), pod) == "terminate"
 

@@ -213,19 +213,25 @@ def test_a_write_that_loses_a_race_reads_again(
     assert db.active_count() == len(live)
 
 
-def test_concurrent_warnings_and_claims_go_out_once(db: Table) -> None:
+def test_concurrent_leases_and_claims_go_out_once(db: Table) -> None:
+    """Eight passes race for the lease and then to renew it: one holds it, and only it
+    renews; eight watchers race for one alert: one sends it."""
     client = SerialClient(db.client)
-    db.store().start_stopped_clock("runpod:a", T0)
-    warned: list[bool] = []
+    leased: list[str] = []
+    renewed: list[str] = []
     claimed: list[bool] = []
 
     def worker(n: int) -> None:
         store = db.store(client=client)
-        warned.append(store.record_warning("runpod:a", T0 + HOUR + n * MINUTE))
+        if store.acquire_lease("reap", f"owner-{n}", T0, HOUR):
+            leased.append(f"owner-{n}")
+        if store.renew_lease("reap", f"owner-{n}", T0 + MINUTE, HOUR):
+            renewed.append(f"owner-{n}")
         claimed.append(store.claim_alert("down:h", T0 + n * MINUTE, HOUR))
 
     run_threads(8, worker)
-    assert warned.count(True) == 1
+    assert len(leased) == 1
+    assert renewed == leased
     assert claimed.count(True) == 1
 
 

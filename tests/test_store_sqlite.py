@@ -23,6 +23,7 @@ from tests.store_contract import (
     audit_record,
     full_monitor,
     reap_run,
+    warning,
 )
 
 
@@ -42,7 +43,7 @@ def db_path(tmp_path: Path) -> Path:
 def fill(store: SQLiteStore) -> None:
     """One of everything, so reopening can be checked for losses."""
     store.start_stopped_clock("runpod:a", T0)
-    store.record_warning("runpod:a", T0 + HOUR)
+    store.record_warning("runpod:a", warning(T0 + HOUR))
     store.keep(KeptInstance(key="vast:7", since=T0, until=T0 + 2 * HOUR))
     store.acquire_lease("reap", "alice", T0, HOUR)
     store.record_termination(audit_record("pod-1", T0, confirmed=True))
@@ -55,7 +56,8 @@ def fill(store: SQLiteStore) -> None:
 
 def assert_reads_empty(store: SQLiteStore) -> None:
     history = store.history()
-    assert (history.first_seen_stopped, history.warned_at, history.kept) == ({}, {}, {})
+    assert (history.first_seen_stopped, history.warnings, history.kept) == ({}, {}, {})
+    assert store.listings() == []
     assert store.audit_log() == []
     assert store.last_reap() is None
     assert store.list_monitors() == []
@@ -172,7 +174,7 @@ def test_reopening_keeps_everything(db_path: Path) -> None:
     assert again.get_monitor("trainer-1") == full_monitor("trainer-1")
     # Leases, warnings and claims survived too: they still refuse.
     assert again.acquire_lease("reap", "bob", T0 + MINUTE, HOUR) is False
-    assert again.record_warning("runpod:a", T0 + 2 * HOUR) is False
+    assert again.history().warnings["runpod:a"] == warning(T0 + HOUR)
     assert again.claim_alert("down:trainer-1", T0 + MINUTE, HOUR) is False
     again.close()
 
@@ -186,6 +188,65 @@ def test_a_newer_schema_is_refused_in_one_line(db_path: Path) -> None:
         with pytest.raises(StoreSchemaError, match="upgrade reaper") as raised:
             SQLiteStore(str(db_path), read_only=read_only)
         assert "\n" not in str(raised.value)
+
+
+# The schema of version 1, as the first release wrote it.
+VERSION_1_SCHEMA = """
+CREATE TABLE stopped_clock (key TEXT PRIMARY KEY, since TEXT NOT NULL) WITHOUT ROWID;
+CREATE TABLE warnings (key TEXT PRIMARY KEY, at TEXT NOT NULL) WITHOUT ROWID;
+CREATE TABLE kept (
+    key TEXT PRIMARY KEY, since TEXT NOT NULL, until TEXT
+) WITHOUT ROWID;
+CREATE TABLE leases (
+    name TEXT PRIMARY KEY, owner TEXT NOT NULL, expires_at TEXT NOT NULL
+) WITHOUT ROWID;
+CREATE TABLE audit (
+    provider TEXT NOT NULL,
+    id TEXT NOT NULL,
+    requested_at TEXT NOT NULL,
+    record TEXT NOT NULL,
+    PRIMARY KEY (provider, id, requested_at)
+) WITHOUT ROWID;
+CREATE INDEX audit_by_time ON audit (requested_at);
+CREATE TABLE reap_runs (
+    seq INTEGER PRIMARY KEY AUTOINCREMENT, finished_at TEXT NOT NULL, run TEXT NOT NULL
+);
+CREATE INDEX reap_runs_by_finish ON reap_runs (finished_at);
+CREATE TABLE monitors (host TEXT PRIMARY KEY, status TEXT NOT NULL, monitor TEXT NOT NULL);
+CREATE INDEX monitors_by_status ON monitors (status);
+CREATE TABLE alert_claims (key TEXT PRIMARY KEY, claimed_at TEXT NOT NULL) WITHOUT ROWID;
+CREATE INDEX alert_claims_by_time ON alert_claims (claimed_at);
+CREATE TABLE episodes (
+    key TEXT PRIMARY KEY, opened_at TEXT NOT NULL, detail TEXT NOT NULL, alerted_at TEXT
+) WITHOUT ROWID;
+INSERT INTO stopped_clock VALUES ('runpod:a', '2026-03-01T12:00:00.000000Z');
+INSERT INTO warnings VALUES ('runpod:a', '2026-03-01T13:00:00.000000Z');
+PRAGMA user_version = 1;
+"""
+
+
+def test_a_version_1_file_is_migrated_and_its_warnings_license_nothing(db_path: Path) -> None:
+    """A warning written before the store knew who heard it reads as an unheard observe
+    warning: the first pass after the upgrade warns anew. A dry run reads the old file as it
+    is, without writing to it."""
+    db_path.parent.mkdir(parents=True)
+    conn = sqlite3.connect(db_path)
+    conn.executescript(VERSION_1_SCHEMA)
+    conn.close()
+    before = db_path.read_bytes()
+    dry = SQLiteStore(str(db_path), read_only=True)
+    assert dry.history().first_seen_stopped == {"runpod:a": T0}
+    assert dry.history().warnings["runpod:a"].heard is False
+    dry.close()
+    assert db_path.read_bytes() == before
+    store = SQLiteStore(str(db_path))
+    old = store.history().warnings["runpod:a"]
+    assert (old.at, old.heard, old.mode) == (T0 + HOUR, False, "observe")
+    assert store.listings() == []
+    store.close()
+    conn = sqlite3.connect(db_path)
+    assert conn.execute("PRAGMA user_version").fetchone()[0] == SCHEMA_VERSION
+    conn.close()
 
 
 def test_closed_store_refuses_use(tmp_path: Path) -> None:

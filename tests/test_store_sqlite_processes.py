@@ -14,7 +14,7 @@ from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
-from reaper.models import Monitor
+from reaper.models import Monitor, WarningRecord
 from reaper.store.sqlite import SQLiteStore
 
 T0 = datetime(2026, 3, 1, 12, 0, tzinfo=UTC)
@@ -53,8 +53,10 @@ def writer_worker(path: str, worker: int, keys: list[str], barrier: Any, results
         claimed: list[str] = []
         created: list[str] = []
         for key in keys:
-            if store.record_warning(key, T0):
-                warned.append(key)
+            store.record_warning(
+                key, WarningRecord(at=T0 + timedelta(seconds=worker), heard=True, mode="enforce")
+            )
+            warned.append(key)
             if store.claim_alert(key, T0, WINDOW):
                 claimed.append(key)
             if store.create_monitor(Monitor(host=key, created_at=T0), MONITOR_LIMIT):
@@ -113,13 +115,15 @@ def test_concurrent_writers_never_lock_out_double_claim_or_overfill(tmp_path: Pa
 
     warned = [key for outcome in outcomes for key in outcome.warnings_won]
     claimed = [key for outcome in outcomes for key in outcome.claims_won]
-    assert sorted(warned) == sorted(keys)
+    assert sorted(warned) == sorted(keys * 2), "no write was lost to a lock"
     assert sorted(claimed) == sorted(keys)
     created = [key for outcome in outcomes for key in outcome.monitors_created]
     assert len(created) == MONITOR_LIMIT, "the monitor cap holds under contention"
     assert len(set(created)) == MONITOR_LIMIT, "no host was created twice"
 
     store = SQLiteStore(path, read_only=True)
-    assert store.history().warned_at == dict.fromkeys(keys, T0)
+    warnings = store.history().warnings
+    assert set(warnings) == set(keys)
+    assert {w.at for w in warnings.values()} <= {T0, T0 + timedelta(seconds=1)}
     assert sorted(m.host for m in store.list_monitors()) == sorted(created)
     store.close()

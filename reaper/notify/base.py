@@ -34,11 +34,13 @@ class LogNotifier:
 
 
 class RecordingNotifier:
-    """Keeps every alert in memory; for tests and the demo."""
+    """Keeps every alert in memory; for tests and the demo. `heard` says whether it stands for
+    a channel that reaches a person (the default) or for the log."""
 
-    def __init__(self) -> None:
+    def __init__(self, *, heard: bool = True) -> None:
         self.alerts: list[Alert] = []
+        self.heard = heard
 
     async def send(self, alert: Alert) -> list[Delivery]:
         self.alerts.append(alert)
-        return [Delivery(channel="recording", ok=True)]
+        return [Delivery(channel="recording", ok=True, heard=self.heard)]

@@ -19,7 +19,7 @@ from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Literal, Protocol
 
-from reaper import log
+from reaper import USER_AGENT, log
 from reaper.config import Settings
 from reaper.models import Alert, Delivery
 from reaper.notify.base import LogNotifier, Notifier
@@ -184,7 +184,10 @@ async def _deliver(
     requests = channel.requests(alert)
     outcome.parts = len(requests)
     async with httpx.AsyncClient(
-        timeout=options.timeout, verify=_tls(), follow_redirects=False
+        timeout=options.timeout,
+        verify=_tls(),
+        follow_redirects=False,
+        headers={"User-Agent": USER_AGENT},
     ) as client:
         for number, request in enumerate(requests, start=1):
             verdict = await _post_with_retries(client, channel, request, options, outcome)
@@ -232,7 +235,8 @@ class FanoutNotifier:
             detail=detail,
             ms=round((time.monotonic() - started) * 1000),
         )
-        return Delivery(channel=channel.name, ok=outcome.ok, detail=detail)
+        # Every channel here is a phone's: a delivered message is one a person can read.
+        return Delivery(channel=channel.name, ok=outcome.ok, detail=detail, heard=outcome.ok)
 
 
 def channels_configured(settings: Settings) -> list[str]:

@@ -103,21 +103,82 @@ def _stopped_for(inst: Instance, now: datetime | None) -> str:
     return f"Stopped for {humanize(now - inst.stopped_since)}"
 
 
+def _how_to_keep(inst: Instance, protect_marker: str, next_check: datetime) -> str:
+    """How to spare it. Starting it saves it only where the provider's answer shows a start;
+    elsewhere a start and stop between two checks is invisible, so it must still be running
+    at the next check."""
+    keep = f'`reaper keep {inst.key}`, or put "{protect_marker}" in its {_name_field(inst)}'
+    if inst.restart_visible:
+        return f"To keep it: start it, {keep}."
+    return (
+        f"To keep it: {keep}, or start it and leave it running past the next check"
+        f" ({utc(next_check)}): a start and stop between two checks cannot be seen."
+    )
+
+
+def _note(inst: Instance) -> str:
+    return f" {inst.state_note.rstrip('.')}." if inst.state_note else ""
+
+
 def termination_warning(
-    inst: Instance, due_at: datetime, now: datetime, protect_marker: str
+    inst: Instance,
+    terminate_at: datetime,
+    now: datetime,
+    protect_marker: str,
+    *,
+    next_check: datetime,
+    observe: bool = False,
 ) -> Alert:
-    when = f"in {humanize(due_at - now)}" if due_at > now else "now"
+    """The notice before a termination. It names the time: the termination comes no sooner
+    than that, and no sooner than REAPER_WARN_BEFORE after this message was delivered."""
+    when = f"in {humanize(terminate_at - now)}" if terminate_at > now else "now"
+    if observe:
+        title = f"{label(inst)} would be terminated {when} ({utc(terminate_at)}; observe mode)"
+    else:
+        title = f"{label(inst)} will be terminated {when} ({utc(terminate_at)})"
     return Alert(
-        title=f"{label(inst)} will be terminated {when} ({utc(due_at)})",
+        title=title,
         body=(
-            f"{_stopped_for(inst, now)}, bills {_bills(inst)} of storage. {_what_is_lost(inst)}"
-            f" To keep it: start it, `reaper keep {inst.key}`, or put"
-            f' "{protect_marker}" in its {_name_field(inst)}.'
+            f"{_stopped_for(inst, now)}, bills {_bills(inst)} of storage.{_note(inst)}"
+            f" {_what_is_lost(inst)} {_how_to_keep(inst, protect_marker, next_check)}"
+            + (" REAPER_MODE=observe destroys nothing." if observe else "")
         ),
         level="warning",
         event="termination_warning",
         dedup_key=f"termination_warning:{inst.key}",
         url=inst.console_url,
+    )
+
+
+def termination_warnings(
+    items: list[tuple[Instance, datetime]],
+    now: datetime,
+    protect_marker: str,
+    *,
+    next_check: datetime,
+    observe: bool = False,
+) -> Alert:
+    """Many warnings of one pass folded into one message, each instance with its deadline, so
+    that a chat's rate limit cannot delay the notice of the last one."""
+    verb = "would be terminated (observe mode)" if observe else "will be terminated"
+    first = min(at for _inst, at in items)
+    lines = [f"- {label(inst)}: {utc(at)}, bills {_bills(inst)}{_note(inst)}" for inst, at in items]
+    invisible = any(not inst.restart_visible for inst, _at in items)
+    how = (
+        "To keep one: `reaper keep <provider>:<id>`, or put"
+        f' "{protect_marker}" in its name or label'
+        + (
+            f", or start it and leave it running past the next check ({utc(next_check)})."
+            if invisible
+            else ", or start it."
+        )
+    )
+    return Alert(
+        title=f"{len(items)} stopped instances {verb}, the first {utc(first)}",
+        body="\n".join([*lines, how]),
+        level="warning",
+        event="termination_warning",
+        dedup_key="termination_warnings",
     )
 
 
@@ -181,14 +242,16 @@ def provider_failing(provider: str, account: str, message: str) -> Alert:
     )
 
 
-def cap_exceeded(due: int, cap: int, instances: list[Instance]) -> Alert:
+def cap_exceeded(due: int, cap: int, instances: list[Instance], source: str) -> Alert:
+    """`source` names what set the cap (REAPER_MAX_TERMINATIONS or --max-terminations)."""
     shown = ", ".join(label(i) for i in instances[:3])
     more = f" (+{len(instances) - 3} more)" if len(instances) > 3 else ""
     return Alert(
-        title=f"Reaper held back {due} due terminations (cap {cap})",
+        title=f"Reaper held back {due} due terminations (cap {cap}, {source})",
         body=(
             f"Nothing was terminated. If they really are leftovers, run `reaper reap"
             f" --max-terminations {due}` or raise REAPER_MAX_TERMINATIONS. Due: {shown}{more}."
+            " This alert is not repeated until the cap no longer holds."
         ),
         level="critical",
         event="cap_exceeded",
@@ -291,6 +354,33 @@ def running_without_watchdog(inst: Instance, now: datetime) -> Alert:
         event="running_without_watchdog",
         dedup_key=f"running_without_watchdog:{inst.key}",
         url=inst.console_url,
+    )
+
+
+def clock_behind(now: datetime, last_pass: datetime) -> Alert:
+    return Alert(
+        title="Reaper's clock reads earlier than its last pass",
+        body=(
+            f"This pass read {utc(now)}, but a pass finished at {utc(last_pass)}. It decided"
+            " nothing: check the machine's clock (NTP) before the next pass."
+        ),
+        level="critical",
+        event="clock_behind",
+        dedup_key="clock_behind",
+    )
+
+
+def no_channel_hold(count: int) -> Alert:
+    """Written to the log only (no channel reaches anyone): why terminations wait."""
+    return Alert(
+        title=f"{count} due terminations held: no alert channel reaches a person",
+        body=(
+            "Configure TELEGRAM_BOT_TOKEN and TELEGRAM_CHAT_ID, BARK_URL or NTFY_URL, or set"
+            " REAPER_REQUIRE_CHANNEL=false to accept warnings written only to the log."
+        ),
+        level="critical",
+        event="no_channel_hold",
+        dedup_key="no_channel_hold",
     )
 
 

@@ -29,6 +29,11 @@ class ProviderError(Exception):
         self.message = message
 
 
+class StaleReading(ProviderError):
+    """A delete was not sent: the reading it was decided on had grown older than allowed by the
+    time it could go out (a queue, a rate-limit wait). Nothing was asked of the provider."""
+
+
 def error_text(exc: BaseException) -> str:
     """One line for a failure, for reports, alerts and the audit: never a traceback, never a
     secret (log.redact scrubs every registered key), at most 300 characters."""
@@ -51,9 +56,20 @@ class ProviderClient(Protocol):
         """
         ...
 
-    async def terminate(self, instance_id: str) -> TerminateOutcome:
+    async def terminate(
+        self, instance_id: str, *, not_after: float | None = None
+    ) -> TerminateOutcome:
         """Ask for deletion. "not_found" only when the provider clearly says it is gone; an
-        auth or session error that looks like a 404 raises ProviderError instead."""
+        auth or session error that looks like a 404 raises ProviderError instead.
+
+        `not_after` (a `time.monotonic()` instant): no attempt is sent after it — the reading
+        the delete was decided on is too old by then — and `StaleReading` is raised instead.
+        """
+        ...
+
+    async def lookup(self, instance_id: str) -> Instance | None:
+        """One instance read by its own endpoint: None when the provider says it does not
+        exist. Only for corroborating a re-list that has nothing else to check it against."""
         ...
 
     async def balance(self) -> Balance: ...

@@ -21,6 +21,7 @@ import functools
 import json
 import random
 import ssl
+import time
 from collections.abc import AsyncIterator, Mapping
 from contextlib import asynccontextmanager
 from dataclasses import dataclass, field
@@ -31,10 +32,10 @@ from urllib.parse import urlsplit
 
 import httpx
 
-from reaper import log
+from reaper import USER_AGENT, log
 from reaper.config import Account
 from reaper.models import ProviderName
-from reaper.providers.base import ProviderError
+from reaper.providers.base import ProviderError, StaleReading
 from reaper.providers.parsing import clean_text
 
 RETRYABLE_STATUSES = frozenset({429, 500, 502, 503, 504})
@@ -217,7 +218,11 @@ class Requester:
         self._client = httpx.AsyncClient(
             timeout=httpx.Timeout(options.timeout),
             transport=transport,
-            headers={"Authorization": f"Bearer {account.key}", "Accept": "application/json"},
+            headers={
+                "Authorization": f"Bearer {account.key}",
+                "Accept": "application/json",
+                "User-Agent": USER_AGENT,
+            },
             limits=httpx.Limits(max_connections=max(options.max_concurrency, 1) * 2),
             follow_redirects=False,
             verify=tls_context(),
@@ -253,11 +258,14 @@ class Requester:
         *,
         params: Mapping[str, str] | None = None,
         json_body: Any = None,
+        not_after: float | None = None,
     ) -> Reply:
         """Send until a non-retryable answer arrives; ProviderError once attempts run out.
 
         4xx answers other than 429 are returned, not raised: only the client knows whether a
-        404 means "gone" (and for Vast, only its `error` field says so).
+        404 means "gone" (and for Vast, only its `error` field says so). `not_after` (a
+        monotonic instant) is checked right before each attempt goes out, after any wait for a
+        concurrency slot or a backoff: past it, `StaleReading` is raised and nothing is sent.
         """
         path = urlsplit(url).path
         last_problem = ""
@@ -266,6 +274,12 @@ class Requester:
             retry_after: float | None = None
             try:
                 async with self.limit.slot():
+                    if not_after is not None and time.monotonic() > not_after:
+                        raise StaleReading(
+                            self.provider,
+                            self.account,
+                            f"{method} {path} not sent: the reading it was decided on is too old",
+                        )
                     response = await self._client.request(
                         method, url, params=params, json=json_body
                     )

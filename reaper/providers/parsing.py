@@ -138,3 +138,33 @@ def finite(value: float | None) -> float | None:
     """`value` when it is a finite number, else None: what reaches an `Instance`, `Balance` or
     `Volume` must print as JSON, and arithmetic on finite inputs can still overflow."""
     return value if value is not None and math.isfinite(value) else None
+
+
+def merge_duplicates(instances: list[Instance]) -> list[Instance]:
+    """One instance per id, in first-seen order. Copies that agree collapse into one; copies
+    that contradict each other (EXITED on one page and RUNNING on the next, or through two keys
+    of one account) make the instance unknown: a listing that contradicts itself cannot be
+    read, and what cannot be read is never reaped."""
+    merged: dict[str, Instance] = {}
+    for inst in instances:
+        first = merged.get(inst.key)
+        if first is None:
+            merged[inst.key] = inst
+        elif (first.state, first.raw_status) != (inst.state, inst.raw_status):
+            statuses = sorted({first.raw_status, inst.raw_status} - {""}) or ["?"]
+            merged[inst.key] = first.model_copy(
+                update={
+                    "state": "unknown",
+                    "raw_status": "conflicting: " + " / ".join(statuses),
+                    "cost_per_hour": None,
+                }
+            )
+            log.event(
+                "provider_conflicting_instance",
+                provider=inst.provider,
+                account=inst.account,
+                id=inst.id,
+                statuses=",".join(statuses),
+                state="unknown",
+            )
+    return list(merged.values())

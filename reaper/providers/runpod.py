@@ -9,9 +9,10 @@ and its failure is the caller's warning, never a failed reap.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Collection, Sequence
 from typing import Any
-from urllib.parse import quote
+from urllib.parse import quote, urlsplit
 
 import httpx
 
@@ -27,6 +28,7 @@ from reaper.providers.parsing import (
     RawModel,
     as_number,
     finite,
+    merge_duplicates,
     not_an_object,
     note_unreadable,
     raw_status,
@@ -119,6 +121,30 @@ class _RawEndpoint(RawModel):
     networkVolumes: list[CleanStr] | None = None
 
 
+# A pod id as RunPod spells them ("xedezhzb9la3ye"): letters and digits, with inner `-`/`_`
+# allowed defensively. Anything else ("", ".", "..", a slash, a percent sign) is unreadable:
+# it could make a DELETE name the collection or the API root instead of one pod.
+POD_ID = re.compile(r"[A-Za-z0-9](?:[A-Za-z0-9_-]{0,62}[A-Za-z0-9])?")
+
+
+def valid_pod_id(text: str) -> bool:
+    return POD_ID.fullmatch(text) is not None and not text.startswith(UNREADABLE_ID_PREFIX)
+
+
+def _protection_unreadable(raw: dict[str, Any], pod: RawPod, unreadable: list[str]) -> str | None:
+    """`locked` and `name` decide protection: missing, null or malformed, they cannot be read,
+    and a pod whose protection cannot be read counts as protected."""
+    problems = []
+    for field, value in (("locked", pod.locked), ("name", pod.name)):
+        if field not in raw:
+            problems.append(f"`{field}` is missing")
+        elif raw[field] is None:
+            problems.append(f"`{field}` is null")
+        elif value is None or field in unreadable:
+            problems.append(f"`{field}` is unreadable")
+    return ", ".join(problems) or None
+
+
 def parse_pod(raw: object, account: str, position: int = 0) -> Instance:
     """One pod of a listing as an `Instance`; never raises.
 
@@ -128,10 +154,11 @@ def parse_pod(raw: object, account: str, position: int = 0) -> Instance:
     if not isinstance(raw, dict):
         return not_an_object("runpod", account, position)
     pod, unreadable = read_tolerantly(RawPod, raw)
-    pod_id = pod.id or f"{UNREADABLE_ID_PREFIX}{position}"
+    readable_id = pod.id is not None and valid_pod_id(pod.id)
+    pod_id = pod.id if pod.id is not None and readable_id else f"{UNREADABLE_ID_PREFIX}{position}"
     status = raw_status(raw.get("status"), "status" in raw)
     state: State = STATUS_STATES.get(pod.status or "", "unknown")
-    if unreadable or not pod.id:
+    if unreadable or not readable_id:
         state = "unknown"
         note_unreadable("runpod", account, pod_id, unreadable or ["id"])
     return Instance(
@@ -150,7 +177,10 @@ def parse_pod(raw: object, account: str, position: int = 0) -> Instance:
         container_disk_gb=pod.disk,
         volume_disk_gb=pod.mounts.persistent.size if pod.mounts and pod.mounts.persistent else None,
         network_volume_id=_network_volume_id(pod.mounts),
-        console_url=CONSOLE_URL.format(id=quote(pod_id, safe="")) if pod.id else None,
+        console_url=CONSOLE_URL.format(id=quote(pod_id, safe="")) if readable_id else None,
+        protection_unreadable=_protection_unreadable(raw, pod, unreadable),
+        # `startedAt` moves at every start; without it a start between two passes is invisible.
+        restart_visible=pod.startedAt is not None and "startedAt" not in unreadable,
     )
 
 
@@ -240,7 +270,7 @@ class RunPodClient:
         them because the pod endpoints cannot delete them). `only_ids` is ignored: the v2 list
         has no id filter and is one call anyway."""
         pods = await self._list_raw_pods()
-        return [parse_pod(raw, self.account, n) for n, raw in enumerate(pods)]
+        return merge_duplicates([parse_pod(raw, self.account, n) for n, raw in enumerate(pods)])
 
     async def _list_raw_pods(self) -> list[Any]:
         reply = await self.http.request(
@@ -254,7 +284,9 @@ class RunPodClient:
             raise self.http.error("listing pods: the answer has no `pods` list")
         return pods
 
-    async def terminate(self, instance_id: str) -> TerminateOutcome:
+    async def terminate(
+        self, instance_id: str, *, not_after: float | None = None
+    ) -> TerminateOutcome:
         """`DELETE /pods/{id}`: 204 is "deleted".
 
         404 is "not found *or not accessible to the caller*" by the spec, and the spec offers no
@@ -264,16 +296,37 @@ class RunPodClient:
         listed by this key in the first place). 409 (a cluster member) and everything else are
         errors.
         """
-        if not instance_id or instance_id.startswith(UNREADABLE_ID_PREFIX):
+        if not valid_pod_id(instance_id):
             raise self.http.error(f"refusing to delete pod {instance_id!r}: not a pod id")
-        reply = await self.http.request(
-            "DELETE", f"{self.base_url}/pods/{quote(instance_id, safe='')}"
-        )
+        reply = await self.http.request("DELETE", self._pod_url(instance_id), not_after=not_after)
         if reply.status in (200, 202, 204):
             return "deleted"
         if reply.status == 404:
             return "not_found"
         raise self.http.failure(reply, f"deleting pod {instance_id}")
+
+    async def lookup(self, instance_id: str) -> Instance | None:
+        """`GET /pods/{id}`. A 404 is "not found or not accessible" by the spec; the same key
+        listed the pod before, so it is read as gone — only ever as a second opinion beside a
+        complete re-list (see `ProviderClient.lookup`)."""
+        if not valid_pod_id(instance_id):
+            raise self.http.error(f"refusing to read pod {instance_id!r}: not a pod id")
+        what = f"reading pod {instance_id}"
+        reply = await self.http.request("GET", self._pod_url(instance_id))
+        if reply.status == 404:
+            return None
+        if reply.status != 200:
+            raise self.http.failure(reply, what)
+        return parse_pod(json_object(self.http, reply, what), self.account)
+
+    def _pod_url(self, pod_id: str) -> str:
+        """The URL of exactly one pod: the id is checked, quoted, and the result checked again
+        to be `<base>/pods/<id>` and nothing else."""
+        url = f"{self.base_url}/pods/{quote(pod_id, safe='')}"
+        base_path = urlsplit(self.base_url).path.rstrip("/")
+        if urlsplit(url).path != f"{base_path}/pods/{pod_id}":
+            raise self.http.error(f"refusing to call {pod_id!r}: not one pod's URL")
+        return url
 
     async def balance(self) -> Balance:
         """The account balance via GraphQL (the REST v2 spec has no balance endpoint)."""

@@ -26,6 +26,7 @@ from reaper.providers.parsing import (
     as_number,
     epoch_to_datetime,
     finite,
+    merge_duplicates,
     not_an_object,
     note_unreadable,
     raw_status,
@@ -119,7 +120,20 @@ def parse_instance(raw: object, account: str, position: int = 0) -> Instance:
         created_at=epoch_to_datetime(inst.start_date),
         container_disk_gb=inst.disk_space,
         console_url=CONSOLE_URL,
+        protection_unreadable=_label_unreadable(raw, unreadable),
+        restart_visible=False,
     )
+
+
+def _label_unreadable(raw: dict[str, Any], unreadable: list[str]) -> str | None:
+    """The label carries the protect marker. `null` is the spec's "no label" (show_instances
+    counts unlabelled instances under ""), so it is read as empty; a missing key (a changed API,
+    a narrowed answer) or a label that is not text cannot be read: protected."""
+    if "label" not in raw:
+        return "`label` is missing"
+    if "label" in unreadable:
+        return "`label` is unreadable"
+    return None
 
 
 def _id_text(value: int | str | None) -> str | None:
@@ -197,7 +211,8 @@ class VastClient:
         filtered count for `only_ids`). A token seen twice, or a token with an empty page, is
         a server that would loop: also an error, not a truncated list.
         """
-        found: dict[str, Instance] = {}
+        listed: list[Instance] = []
+        found: set[str] = set()
         token: str | None = None
         seen: set[str] = set()
         totals: list[int] = []
@@ -219,8 +234,9 @@ class VastClient:
             if not isinstance(items, list) or body.get("success") is False:
                 raise self.http.error(f"{what}: the answer has no `instances` list")
             for raw in items:
-                instance = parse_instance(raw, self.account, len(found))
-                found[instance.id] = instance
+                instance = parse_instance(raw, self.account, len(listed))
+                listed.append(instance)
+                found.add(instance.id)
             if "next_token" not in body:
                 raise self.http.error(
                     f"{what}: the answer has no `next_token`, so it may not be complete"
@@ -231,7 +247,7 @@ class VastClient:
             next_token = body["next_token"]
             if next_token is None or next_token == "":
                 self._check_total(len(found), totals)
-                return list(found.values())
+                return merge_duplicates(listed)
             if not isinstance(next_token, str):
                 raise self.http.error(f"{what}: `next_token` is not a string")
             if next_token in seen or not items:
@@ -253,18 +269,23 @@ class VastClient:
                 f"{max(totals)} (`total_instances`), so the listing cannot be trusted"
             )
 
-    async def terminate(self, instance_id: str) -> TerminateOutcome:
+    def _instance_url(self, instance_id: str, what: str) -> str:
+        """The URL of exactly one instance: canonical ASCII digits only."""
+        if _id_text(instance_id) != instance_id:
+            raise self.http.error(f"refusing to {what} instance {instance_id!r}: not a Vast id")
+        return f"{self.base_url}/api/v0/instances/{instance_id}/"
+
+    async def terminate(
+        self, instance_id: str, *, not_after: float | None = None
+    ) -> TerminateOutcome:
         """`DELETE /api/v0/instances/{id}/` (Vast calls it destroy).
 
         A 404 is read by its JSON `error` field: only `not_found` means the instance is gone.
         A bad key or an expired session has been seen answering 404 too (outside the specs),
         so any other 404 is an error, never "already gone".
         """
-        if _id_text(instance_id) != instance_id:
-            raise self.http.error(f"refusing to destroy instance {instance_id!r}: not a Vast id")
-        reply = await self.http.request(
-            "DELETE", f"{self.base_url}/api/v0/instances/{instance_id}/"
-        )
+        url = self._instance_url(instance_id, "destroy")
+        reply = await self.http.request("DELETE", url, not_after=not_after)
         if reply.status == 200:
             body = json_object(self.http, reply, f"destroying instance {instance_id}")
             if body.get("success") is True:
@@ -279,6 +300,22 @@ class VastClient:
                 "(an auth or session error, not proof the instance is gone)",
             )
         raise self.http.failure(reply, f"destroying instance {instance_id}")
+
+    async def lookup(self, instance_id: str) -> Instance | None:
+        """`GET /api/v0/instances/{id}/` (`{"instances": {...}}`). Only a 404 whose `error` is
+        `not_found` says it does not exist; any other answer that shows no instance is an
+        error, never "gone"."""
+        what = f"reading instance {instance_id}"
+        reply = await self.http.request("GET", self._instance_url(instance_id, "read"))
+        if reply.status == 404 and _error_field(reply.body) == "not_found":
+            return None
+        if reply.status != 200:
+            raise self.http.failure(reply, what)
+        body = json_object(self.http, reply, what)
+        raw = body.get("instances")
+        if not isinstance(raw, dict):
+            raise self.http.error(f"{what}: the answer holds no instance object")
+        return parse_instance(raw, self.account)
 
     async def balance(self) -> Balance:
         """`credit` (the docs' "available balance") when present, else the spec's `balance`."""

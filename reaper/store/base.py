@@ -11,7 +11,16 @@ from __future__ import annotations
 from datetime import datetime, timedelta
 from typing import Protocol
 
-from reaper.models import AuditRecord, Episode, History, KeptInstance, Monitor, ReapRun
+from reaper.models import (
+    AuditRecord,
+    Episode,
+    History,
+    KeptInstance,
+    Listing,
+    Monitor,
+    ReapRun,
+    WarningRecord,
+)
 
 
 class ReadOnlyStoreError(RuntimeError):
@@ -51,11 +60,12 @@ class Store(Protocol):
         """The instance runs again: forget its stretch and the stretch's warnings."""
         ...
 
-    def record_warning(self, key: str, at: datetime) -> bool:
-        """Record a termination warning for the current stretch.
+    def record_warning(self, key: str, warning: WarningRecord) -> None:
+        """Record the termination warning of the current stretch, replacing any earlier one.
 
-        Returns False (and changes nothing) when this stretch already has a warning, so that two
-        overlapping passes never send it twice.
+        Replacing is always safe: the policy asks for a warning only when none licenses a
+        termination, and a newer warning can only move a termination later. One pass at a time
+        (the fenced lease) is what keeps two passes from warning side by side.
         """
         ...
 
@@ -66,6 +76,11 @@ class Store(Protocol):
     # --- the reap lease -----------------------------------------------------------------
     def acquire_lease(self, name: str, owner: str, now: datetime, ttl: timedelta) -> bool:
         """Take the named lease if free or expired. True if `owner` now holds it."""
+        ...
+
+    def renew_lease(self, name: str, owner: str, now: datetime, ttl: timedelta) -> bool:
+        """Extend the lease to now+ttl only if `owner` holds it and it has not expired at `now`.
+        False means the lease was lost: the caller must stop acting at once."""
         ...
 
     def release_lease(self, name: str, owner: str) -> None:
@@ -85,6 +100,15 @@ class Store(Protocol):
 
     def last_reap(self) -> ReapRun | None:
         """The most recent completed pass (by `finished_at`), dry runs included."""
+        ...
+
+    # --- last listings ----------------------------------------------------------------
+    def record_listing(self, listing: Listing) -> None:
+        """Keep this account's complete listing, replacing the one before."""
+        ...
+
+    def listings(self) -> list[Listing]:
+        """The last complete listing of every account, ordered by provider and account."""
         ...
 
     # --- heartbeat monitors -------------------------------------------------------------

@@ -6,7 +6,7 @@ partition (no Scan, no index):
 
 | pk        | sk                              | attributes                                      |
 |-----------|---------------------------------|-------------------------------------------------|
-| `history` | `stop#<instance key>`           | `since`, `warned_at` (the stretch and its warning) |
+| `history` | `stop#<instance key>`           | `since`, `warned_*` (the stretch, its warning)  |
 | `history` | `keep#<instance key>`           | `since`, `until`                                |
 | `lease`   | `<name>`                        | `owner`, `expires_at`, `ttl`                    |
 | `audit`   | `<requested_at>#<provider>#<id>`| `record` (JSON)                                 |
@@ -15,14 +15,16 @@ partition (no Scan, no index):
 | `meta`    | `monitors`                      | `active` (how many monitors are not retired)   |
 | `claim`   | `<alert key>`                   | `claimed_at`, `ttl`                             |
 | `episode` | `<episode key>`                 | `opened_at`, `detail`, `alerted_at`             |
+| `listing` | `<provider>#<account>`          | `at`, `listing` (zlib-compressed JSON, binary)  |
 
 Times are fixed-width ISO 8601 UTC text, so that DynamoDB's string comparison in a condition
 or a sort key compares instants. Overlapping runs (an hourly reap and a manual one; two
 concurrent first pings) are made safe by conditions evaluated inside DynamoDB, never by a read
 followed by a write:
 
-- `record_warning`, `claim_alert`, `acquire_lease`: one conditional write each; the loser's
-  condition fails and it answers False, so a warning or an alert goes out once.
+- `claim_alert`, `acquire_lease`, `renew_lease`: one conditional write each; the loser's
+  condition fails and it answers False, so an alert goes out once and a lease is never taken
+  back by a pass that lost it.
 - `create_monitor` with its cap: a transaction of two writes — the monitor, conditional on the
   host not existing, and an increment of the `meta/monitors` counter, conditional on the count
   being under the cap. Either both happen or neither. `put_monitor` and `delete_monitor` keep
@@ -41,6 +43,7 @@ runtime but is not a local runtime dependency (`pip install reaper[aws]`).
 from __future__ import annotations
 
 import time
+import zlib
 from collections.abc import Iterator, Mapping
 from datetime import UTC, datetime, timedelta
 from typing import Any, TypeVar
@@ -48,7 +51,16 @@ from typing import Any, TypeVar
 from pydantic import BaseModel
 
 from reaper.clock import as_utc
-from reaper.models import AuditRecord, Episode, History, KeptInstance, Monitor, ReapRun
+from reaper.models import (
+    AuditRecord,
+    Episode,
+    History,
+    KeptInstance,
+    Listing,
+    Monitor,
+    ReapRun,
+    WarningRecord,
+)
 from reaper.store.base import ReadOnlyStoreError, last_heard, retired_to_delete
 
 # A claim is kept at least this long (or its window, if longer), as the SQLite store keeps it,
@@ -231,7 +243,7 @@ class DynamoDBStore:
     # --- the reap history ----------------------------------------------------------------
     def history(self) -> History:
         first_seen: dict[str, datetime] = {}
-        warned: dict[str, datetime] = {}
+        warned: dict[str, WarningRecord] = {}
         kept: dict[str, KeptInstance] = {}
         for item in self._query("history"):
             kind, _, key = str(item["sk"]["S"]).partition("#")
@@ -240,13 +252,21 @@ class DynamoDBStore:
                 if since is not None:
                     first_seen[key] = _dt(since)
                 if (warned_at := _str(item, "warned_at")) is not None:
-                    warned[key] = _dt(warned_at)
+                    terminate_at = _str(item, "warned_terminate_at")
+                    warned[key] = WarningRecord(
+                        at=_dt(warned_at),
+                        # Written before these fields existed: an unheard observe warning,
+                        # which licenses nothing (the next pass warns anew).
+                        heard=bool(item.get("warned_heard", {}).get("BOOL", False)),
+                        mode="enforce" if _str(item, "warned_mode") == "enforce" else "observe",
+                        terminate_at=None if terminate_at is None else _dt(terminate_at),
+                    )
             elif kind == "keep" and since is not None:
                 until = _str(item, "until")
                 kept[key] = KeptInstance(
                     key=key, since=_dt(since), until=None if until is None else _dt(until)
                 )
-        return History(first_seen_stopped=first_seen, warned_at=warned, kept=kept)
+        return History(first_seen_stopped=first_seen, warnings=warned, kept=kept)
 
     def start_stopped_clock(self, key: str, at: datetime) -> None:
         self._writable()
@@ -262,18 +282,24 @@ class DynamoDBStore:
         self._writable()
         self._client.delete_item(TableName=self.table_name, Key=_key("history", f"stop#{key}"))
 
-    def record_warning(self, key: str, at: datetime) -> bool:
-        """A warning older than the current stretch's start belongs to an earlier stretch and
-        is replaced; any other stored warning makes this one a duplicate."""
+    def record_warning(self, key: str, warning: WarningRecord) -> None:
         self._writable()
-        return self._conditional(
-            "update_item",
+        values: Item = {
+            ":at": _s(_ts(warning.at)),
+            ":heard": {"BOOL": warning.heard},
+            ":mode": _s(warning.mode),
+        }
+        update = "SET warned_at = :at, warned_heard = :heard, warned_mode = :mode"
+        if warning.terminate_at is not None:
+            update += ", warned_terminate_at = :terminate_at"
+            values[":terminate_at"] = _s(_ts(warning.terminate_at))
+        else:
+            update += " REMOVE warned_terminate_at"
+        self._client.update_item(
+            TableName=self.table_name,
             Key=_key("history", f"stop#{key}"),
-            UpdateExpression="SET warned_at = :at",
-            ConditionExpression=(
-                "attribute_not_exists(warned_at) OR (attribute_exists(since) AND warned_at < since)"
-            ),
-            ExpressionAttributeValues={":at": _s(_ts(at))},
+            UpdateExpression=update,
+            ExpressionAttributeValues=values,
         )
 
     def keep(self, kept: KeptInstance) -> None:
@@ -308,6 +334,24 @@ class DynamoDBStore:
             ),
             ExpressionAttributeNames={"#owner": "owner"},
             ExpressionAttributeValues={":owner": _s(owner), ":now": _s(_ts(now))},
+        )
+
+    def renew_lease(self, name: str, owner: str, now: datetime, ttl: timedelta) -> bool:
+        """Extends only a lease this owner holds and that has not expired (fencing)."""
+        self._writable()
+        expires = now + ttl
+        return self._conditional(
+            "update_item",
+            Key=_key("lease", name),
+            UpdateExpression="SET expires_at = :expires, #ttl = :ttl",
+            ConditionExpression="#owner = :owner AND expires_at > :now",
+            ExpressionAttributeNames={"#owner": "owner", "#ttl": TTL_ATTRIBUTE},
+            ExpressionAttributeValues={
+                ":owner": _s(owner),
+                ":now": _s(_ts(now)),
+                ":expires": _s(_ts(expires)),
+                ":ttl": _n(_epoch(expires + LEASE_RETENTION)),
+            },
         )
 
     def release_lease(self, name: str, owner: str) -> None:
@@ -355,6 +399,28 @@ class DynamoDBStore:
         for item in self._query("reap", newest_first=True):
             return ReapRun.model_validate_json(item["run"]["S"])
         return None
+
+    # --- last listings ----------------------------------------------------------------------
+    def record_listing(self, listing: Listing) -> None:
+        """One item per account, its JSON compressed: a thousand instances fit one item well
+        under DynamoDB's 400 KB, and a status read stays one Query."""
+        self._writable()
+        listing = _utc_model(listing)
+        body = zlib.compress(listing.model_dump_json(exclude_defaults=True).encode(), 6)
+        self._client.put_item(
+            TableName=self.table_name,
+            Item={
+                **_key("listing", f"{listing.provider}#{listing.account}"),
+                "at": _s(_ts(listing.at)),
+                "listing": {"B": body},
+            },
+        )
+
+    def listings(self) -> list[Listing]:
+        return [
+            Listing.model_validate_json(zlib.decompress(bytes(item["listing"]["B"])))
+            for item in self._query("listing")
+        ]
 
     # --- heartbeat monitors -----------------------------------------------------------------
     def get_monitor(self, host: str) -> Monitor | None:

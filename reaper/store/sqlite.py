@@ -25,10 +25,19 @@ from typing import Any, TypeVar
 from pydantic import BaseModel
 
 from reaper.clock import as_utc
-from reaper.models import AuditRecord, Episode, History, KeptInstance, Monitor, ReapRun
+from reaper.models import (
+    AuditRecord,
+    Episode,
+    History,
+    KeptInstance,
+    Listing,
+    Monitor,
+    ReapRun,
+    WarningRecord,
+)
 from reaper.store.base import ReadOnlyStoreError, retired_to_delete
 
-SCHEMA_VERSION = 1
+SCHEMA_VERSION = 2
 BUSY_TIMEOUT_SECONDS = 5.0
 WAL_SWITCH_RETRY_SECONDS = 0.005
 # Reap runs are only read for "the last one"; a bounded tail keeps the file small.
@@ -41,7 +50,10 @@ CLAIM_RETENTION = timedelta(days=7)
 
 _SCHEMA = """
 CREATE TABLE stopped_clock (key TEXT PRIMARY KEY, since TEXT NOT NULL) WITHOUT ROWID;
-CREATE TABLE warnings (key TEXT PRIMARY KEY, at TEXT NOT NULL) WITHOUT ROWID;
+CREATE TABLE warnings (
+    key TEXT PRIMARY KEY, at TEXT NOT NULL,
+    heard INTEGER NOT NULL DEFAULT 0, mode TEXT NOT NULL DEFAULT 'observe', terminate_at TEXT
+) WITHOUT ROWID;
 CREATE TABLE kept (
     key TEXT PRIMARY KEY, since TEXT NOT NULL, until TEXT
 ) WITHOUT ROWID;
@@ -67,7 +79,27 @@ CREATE INDEX alert_claims_by_time ON alert_claims (claimed_at);
 CREATE TABLE episodes (
     key TEXT PRIMARY KEY, opened_at TEXT NOT NULL, detail TEXT NOT NULL, alerted_at TEXT
 ) WITHOUT ROWID;
+CREATE TABLE listings (
+    provider TEXT NOT NULL, account TEXT NOT NULL, at TEXT NOT NULL, listing TEXT NOT NULL,
+    PRIMARY KEY (provider, account)
+) WITHOUT ROWID;
 """
+
+# Each step takes a database of the version before it to the version after it. A warning
+# written before version 2 knew neither whether a person heard it nor its mode: it reads as an
+# unheard observe warning, which licenses nothing, so the first pass after the upgrade warns
+# anew with the full notice.
+_MIGRATIONS: dict[int, str] = {
+    2: """
+ALTER TABLE warnings ADD COLUMN heard INTEGER NOT NULL DEFAULT 0;
+ALTER TABLE warnings ADD COLUMN mode TEXT NOT NULL DEFAULT 'observe';
+ALTER TABLE warnings ADD COLUMN terminate_at TEXT;
+CREATE TABLE listings (
+    provider TEXT NOT NULL, account TEXT NOT NULL, at TEXT NOT NULL, listing TEXT NOT NULL,
+    PRIMARY KEY (provider, account)
+) WITHOUT ROWID;
+""",
+}
 
 _Model = TypeVar("_Model", bound=BaseModel)
 
@@ -136,6 +168,13 @@ def _enable_wal(conn: sqlite3.Connection) -> None:
             time.sleep(WAL_SWITCH_RETRY_SECONDS)
 
 
+def _run_script(conn: sqlite3.Connection, script: str) -> None:
+    """Each statement on its own (executescript would commit the open transaction)."""
+    for statement in script.split(";"):
+        if statement.strip():
+            conn.execute(statement)
+
+
 class SQLiteStore:
     """The `Store` protocol on one SQLite file; see `reaper.store.base` for the contract."""
 
@@ -180,9 +219,11 @@ class SQLiteStore:
         try:
             version = SQLiteStore._schema_version(conn)
             if version == 0:
-                for statement in _SCHEMA.split(";"):
-                    if statement.strip():
-                        conn.execute(statement)
+                _run_script(conn, _SCHEMA)
+            else:
+                for step in range(version + 1, SCHEMA_VERSION + 1):
+                    _run_script(conn, _MIGRATIONS[step])
+            if version != SCHEMA_VERSION:
                 conn.execute(f"PRAGMA user_version = {SCHEMA_VERSION}")
             conn.execute("COMMIT")
         except BaseException:
@@ -203,13 +244,22 @@ class SQLiteStore:
         """A read-only view; a missing or not yet initialised file reads as an empty store.
 
         The empty store is an in-memory database with the schema, so that every read method
-        has one code path whether the file exists or not, and nothing is created on disk.
+        has one code path whether the file exists or not, and nothing is created on disk. A
+        file of an older schema is copied into memory and migrated there: a dry run reads what
+        it holds without writing to it.
         """
         if path.is_file():
             conn = self._connect(f"{path.resolve().as_uri()}?mode=ro", uri=True)
             try:
-                if self._schema_version(conn) == SCHEMA_VERSION:
+                version = self._schema_version(conn)
+                if version == SCHEMA_VERSION:
                     return conn
+                if version > 0:
+                    copy = self._connect(":memory:")
+                    conn.backup(copy)
+                    conn.close()
+                    self._migrate(copy)
+                    return copy
             except BaseException:
                 conn.close()
                 raise
@@ -267,11 +317,21 @@ class SQLiteStore:
     def history(self) -> History:
         with self._read() as conn:
             stopped = conn.execute("SELECT key, since FROM stopped_clock").fetchall()
-            warnings = conn.execute("SELECT key, at FROM warnings").fetchall()
+            warnings = conn.execute(
+                "SELECT key, at, heard, mode, terminate_at FROM warnings"
+            ).fetchall()
             kept = conn.execute("SELECT key, since, until FROM kept").fetchall()
         return History(
             first_seen_stopped={key: _dt(since) for key, since in stopped},
-            warned_at={key: _dt(at) for key, at in warnings},
+            warnings={
+                key: WarningRecord(
+                    at=_dt(at),
+                    heard=bool(heard),
+                    mode="enforce" if mode == "enforce" else "observe",
+                    terminate_at=_opt_dt(terminate_at),
+                )
+                for key, at, heard, mode, terminate_at in warnings
+            },
             kept={
                 key: KeptInstance(key=key, since=_dt(since), until=_opt_dt(until))
                 for key, since, until in kept
@@ -290,18 +350,15 @@ class SQLiteStore:
             conn.execute("DELETE FROM stopped_clock WHERE key = ?", (key,))
             conn.execute("DELETE FROM warnings WHERE key = ?", (key,))
 
-    def record_warning(self, key: str, at: datetime) -> bool:
-        """A stored warning older than the current stretch's start belongs to an earlier
-        stretch, so it is replaced rather than counted."""
+    def record_warning(self, key: str, warning: WarningRecord) -> None:
+        terminate_at = None if warning.terminate_at is None else _ts(warning.terminate_at)
         with self._write() as conn:
-            cursor = conn.execute(
-                "INSERT INTO warnings (key, at) VALUES (?, ?) "
-                "ON CONFLICT (key) DO UPDATE SET at = excluded.at "
-                "WHERE warnings.at < "
-                "COALESCE((SELECT since FROM stopped_clock WHERE key = excluded.key), '')",
-                (key, _ts(at)),
+            conn.execute(
+                "INSERT INTO warnings (key, at, heard, mode, terminate_at) VALUES (?, ?, ?, ?, ?) "
+                "ON CONFLICT (key) DO UPDATE SET at = excluded.at, heard = excluded.heard, "
+                "mode = excluded.mode, terminate_at = excluded.terminate_at",
+                (key, _ts(warning.at), int(warning.heard), warning.mode, terminate_at),
             )
-            return cursor.rowcount == 1
 
     def keep(self, kept: KeptInstance) -> None:
         until = None if kept.until is None else _ts(kept.until)
@@ -326,6 +383,16 @@ class SQLiteStore:
                 "owner = excluded.owner, expires_at = excluded.expires_at "
                 "WHERE leases.owner = excluded.owner OR leases.expires_at <= ?",
                 (name, owner, _ts(now + ttl), _ts(now)),
+            )
+            return cursor.rowcount == 1
+
+    def renew_lease(self, name: str, owner: str, now: datetime, ttl: timedelta) -> bool:
+        """Extend only a lease `owner` still holds and that has not expired: a pass that
+        stalled past its lease never takes it back from under another one."""
+        with self._write() as conn:
+            cursor = conn.execute(
+                "UPDATE leases SET expires_at = ? WHERE name = ? AND owner = ? AND expires_at > ?",
+                (_ts(now + ttl), name, owner, _ts(now)),
             )
             return cursor.rowcount == 1
 
@@ -368,6 +435,26 @@ class SQLiteStore:
             "SELECT run FROM reap_runs ORDER BY finished_at DESC, seq DESC LIMIT 1", ()
         )
         return None if row is None else ReapRun.model_validate_json(row[0])
+
+    # --- last listings ----------------------------------------------------------------------
+    def record_listing(self, listing: Listing) -> None:
+        listing = _utc_model(listing)
+        with self._write() as conn:
+            conn.execute(
+                "INSERT INTO listings (provider, account, at, listing) VALUES (?, ?, ?, ?) "
+                "ON CONFLICT (provider, account) DO UPDATE SET "
+                "at = excluded.at, listing = excluded.listing",
+                (
+                    listing.provider,
+                    listing.account,
+                    _ts(listing.at),
+                    listing.model_dump_json(exclude_defaults=True),
+                ),
+            )
+
+    def listings(self) -> list[Listing]:
+        rows = self._query_all("SELECT listing FROM listings ORDER BY provider, account")
+        return [Listing.model_validate_json(listing) for (listing,) in rows]
 
     # --- heartbeat monitors -----------------------------------------------------------------
     def get_monitor(self, host: str) -> Monitor | None:
