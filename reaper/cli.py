@@ -8,6 +8,7 @@ error is one line on stderr naming the variable (also under `--json`), never a t
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 from collections.abc import Callable, Sequence
 
@@ -77,6 +78,9 @@ def build_parser() -> argparse.ArgumentParser:
     keep.add_argument("target", metavar="<provider>:<id>")
     keep.add_argument("--for", dest="duration", type=_duration, default=None, metavar="3d")
 
+    unkeep = commands.add_parser("unkeep", help="end a keep")
+    unkeep.add_argument("target", metavar="<provider>:<id>")
+
     audit = commands.add_parser("audit", help="every termination: what, why, when, confirmed")
     audit.add_argument("--json", action="store_true")
 
@@ -106,6 +110,13 @@ def _run_watch(args: argparse.Namespace, settings: Settings) -> int:
 
 
 def _run_serve(args: argparse.Namespace, settings: Settings) -> int:
+    try:
+        import uvicorn  # noqa: F401
+    except ImportError:
+        raise ConfigError(
+            "reaper serve",
+            "needs the serve extra, which is not installed: pip install 'reaper[serve]'",
+        ) from None
     from reaper.server import serve_command
 
     return serve_command(settings, host=args.host, port=args.port)
@@ -121,6 +132,12 @@ def _run_keep(args: argparse.Namespace, settings: Settings) -> int:
     from reaper.reap import keep_command
 
     return keep_command(settings, target=args.target, duration=args.duration)
+
+
+def _run_unkeep(args: argparse.Namespace, settings: Settings) -> int:
+    from reaper.reap import unkeep_command
+
+    return unkeep_command(settings, target=args.target)
 
 
 def _run_audit(args: argparse.Namespace, settings: Settings) -> int:
@@ -153,6 +170,7 @@ _COMMANDS: dict[str, Callable[[argparse.Namespace, Settings], int]] = {
     "serve": _run_serve,
     "status": _run_status,
     "keep": _run_keep,
+    "unkeep": _run_unkeep,
     "audit": _run_audit,
     "report": _run_report,
     "test-alert": _run_test_alert,
@@ -177,6 +195,27 @@ def main(argv: Sequence[str] | None = None) -> int:
     except KeyboardInterrupt:
         print("reaper: interrupted", file=sys.stderr)
         return 130
+    except Exception as exc:
+        return _unexpected(exc)
+
+
+def _unexpected(exc: Exception) -> int:
+    """Never a traceback for the user: one line, no secret in it. A store that cannot be
+    reached (DynamoDB without credentials or network) names REAPER_STATE; anything else is a
+    bug, and REAPER_DEBUG=1 shows its traceback."""
+    if os.environ.get("REAPER_DEBUG") == "1":
+        raise exc
+    text = log.redact(" ".join(str(exc).split()))[:200]
+    kind = type(exc).__name__
+    if type(exc).__module__.startswith(("botocore", "boto3")):
+        print(f"reaper: REAPER_STATE: DynamoDB failed: {kind}: {text}", file=sys.stderr)
+        # No credentials or no region is configuration; a network or service failure is not.
+        return EXIT_CONFIG if kind in ("NoCredentialsError", "NoRegionError") else EXIT_ATTENTION
+    print(
+        f"reaper: unexpected error: {kind}: {text} (REAPER_DEBUG=1 shows where)",
+        file=sys.stderr,
+    )
+    return EXIT_ATTENTION
 
 
 if __name__ == "__main__":

@@ -42,6 +42,8 @@ class StateURL:
     kind: Literal["sqlite", "dynamodb"]
     # A filesystem path for sqlite, a table name for dynamodb.
     location: str
+    # dynamodb only: `?region=` of the URL; None = the usual AWS variables decide.
+    region: str | None = None
 
 
 @dataclass(frozen=True)
@@ -113,6 +115,11 @@ _DURATION_WHOLE = re.compile(r"(?:\d+[smhd])+")
 _UNIT_SECONDS = {"s": 1, "m": 60, "h": 3600, "d": 86400}
 
 
+# Longer than any schedule or TTL anyone means (ten years), and far inside what a timedelta
+# and a datetime can add without overflowing.
+MAX_DURATION_SECONDS = 10 * 366 * 86400
+
+
 def parse_duration(text: str, variable: str) -> timedelta:
     """`<int>` + `s`/`m`/`h`/`d`, compounds like `1h30m`. Bare numbers and zero are errors:
     a bare `24` could mean hours or seconds, and guessing wrong destroys someone's pod."""
@@ -123,10 +130,21 @@ def parse_duration(text: str, variable: str) -> timedelta:
     seconds = sum(int(n) * _UNIT_SECONDS[u] for n, u in _DURATION_PART.findall(cleaned))
     if seconds <= 0:
         raise ConfigError(variable, f"expected {expected}, got {text!r}")
+    if seconds > MAX_DURATION_SECONDS:
+        raise ConfigError(variable, f"expected at most ten years (3660d), got {text!r}")
     return timedelta(seconds=seconds)
 
 
+def parse_optional_duration(text: str, variable: str) -> timedelta | None:
+    """A duration that turns an alert on, or `off` for none."""
+    if text.strip().lower() == "off":
+        return None
+    return parse_duration(text, variable)
+
+
 _ACCOUNT_NAME = re.compile(r"[A-Za-z0-9_.-]{1,64}")
+# A base64 key ending in its padding (`...==`), whole blocks of four: not `name=key`.
+_BASE64_PADDED = re.compile(r"(?:[A-Za-z0-9+/_-]{4})*[A-Za-z0-9+/_-]{2,3}={1,2}")
 
 
 def parse_accounts(text: str, variable: str, provider: ProviderName) -> tuple[Account, ...]:
@@ -136,8 +154,17 @@ def parse_accounts(text: str, variable: str, provider: ProviderName) -> tuple[Ac
         item = item.strip()
         if not item:
             raise ConfigError(variable, f"entry {position} is empty (expected key or name=key)")
+        if not item.isascii() or not item.isprintable():
+            # A pasted smart quote or a zero-width space: HTTP headers are ASCII, and sending
+            # it would fail mid-pass. The key itself is never echoed.
+            raise ConfigError(
+                variable,
+                f"entry {position}: the key has a character that is not printable ASCII "
+                "(a pasted quote or space?)",
+            )
         name, sep, key = item.partition("=")
-        if not sep:
+        if not sep or _BASE64_PADDED.fullmatch(item) or not _ACCOUNT_NAME.fullmatch(name.strip()):
+            # No `name=`, or a whole base64 key whose `=` is only padding: an unnamed key.
             name, key = str(position), item
         name, key = name.strip(), key.strip()
         if not _ACCOUNT_NAME.fullmatch(name):
@@ -163,18 +190,36 @@ def parse_state_url(text: str) -> StateURL:
         # sqlite:////abs/path and sqlite:///relative/path, as SQLAlchemy spells them.
         return StateURL("sqlite", path)
     if text.startswith("dynamodb://"):
-        table = text[len("dynamodb://") :]
+        table, _, query = text[len("dynamodb://") :].partition("?")
         if not re.fullmatch(r"[A-Za-z0-9_.-]{3,255}", table):
             raise ConfigError(variable, "expected dynamodb://<table> with a valid table name")
-        return StateURL("dynamodb", table)
+        region: str | None = None
+        if query:
+            name, _, value = query.partition("=")
+            if name != "region" or not re.fullmatch(r"[a-z]{2}(-[a-z]+)+-\d", value):
+                raise ConfigError(
+                    variable, "expected dynamodb://<table> or dynamodb://<table>?region=<region>"
+                )
+            region = value
+        return StateURL("dynamodb", table, region)
     raise ConfigError(variable, f"expected sqlite:///<path> or dynamodb://<table>, got {text!r}")
 
 
-def _parse_url(text: str, variable: str) -> str:
-    parts = urlsplit(text.strip())
-    if parts.scheme not in ("http", "https") or not parts.netloc:
-        raise ConfigError(variable, f"expected an http(s) URL, got {text!r}")
-    return text.strip().rstrip("/")
+def _parse_url(text: str, variable: str, *, echo: bool = True) -> str:
+    """An http(s) URL with a host and no whitespace. `echo=False` for URLs that hold a secret:
+    the error then says what is wrong without repeating the value."""
+    value = text.strip()
+    got = f", got {text!r}" if echo else ""
+    try:
+        parts = urlsplit(value)
+        parts.port  # noqa: B018 - a malformed port raises here
+    except ValueError:
+        raise ConfigError(variable, f"expected an http(s) URL{got}") from None
+    if parts.scheme not in ("http", "https") or not parts.hostname:
+        raise ConfigError(variable, f"expected an http(s) URL{got}")
+    if any(c.isspace() for c in value) or not value.isprintable():
+        raise ConfigError(variable, f"expected a URL without spaces{got}")
+    return value.rstrip("/")
 
 
 def _parse_int(text: str, variable: str, minimum: int) -> int:
@@ -299,12 +344,19 @@ def load_settings(
         ("HEARTBEAT_REPEAT", "heartbeat_repeat"),
         ("REAPER_REAP_EVERY", "reap_every"),
         ("REAPER_WATCH_EVERY", "watch_every"),
-        ("REAPER_MAX_RUNTIME", "max_runtime"),
         ("IDLE_ALERT_AFTER", "idle_alert_after"),
         ("REAPER_VOLUME_ORPHAN_AFTER", "volume_orphan_after"),
     ):
         if (raw := get(variable)) is not None:
             kwargs[attr] = parse_duration(raw, variable)
+    for variable, attr in (
+        ("REAPER_MAX_RUNTIME", "max_runtime"),
+        ("REAPER_STUCK_AFTER", "stuck_after"),
+    ):
+        if (raw := get(variable)) is not None:
+            kwargs[attr] = parse_optional_duration(raw, variable)
+    if (raw := get("REAPER_REQUIRE_CHANNEL")) is not None:
+        kwargs["require_channel"] = _parse_bool(raw, "REAPER_REQUIRE_CHANNEL")
 
     if (raw := get("REAPER_MAX_TERMINATIONS")) is not None:
         kwargs["max_terminations"] = _parse_int(raw, "REAPER_MAX_TERMINATIONS", 0)
@@ -336,7 +388,8 @@ def load_settings(
         kwargs["telegram_bot_token"] = token.strip()
         kwargs["telegram_chat_id"] = chat.strip()
     if (raw := get("BARK_URL")) is not None:
-        url = _parse_url(raw, "BARK_URL")
+        # The device key is in the path: a malformed value is never echoed.
+        url = _parse_url(raw, "BARK_URL", echo=False)
         if not urlsplit(url).path.strip("/"):
             raise ConfigError(
                 "BARK_URL", "expected https://<server>/<device_key>, the key is missing"

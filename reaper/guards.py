@@ -31,8 +31,15 @@ from reaper.notify.base import Notifier
 from reaper.providers.base import ProviderClient, error_text
 from reaper.store.base import Store
 
-LeakKind = Literal["frozen", "stuck", "orphan_volume", "max_runtime", "idle"]
-LEAK_KINDS: tuple[LeakKind, ...] = ("frozen", "stuck", "orphan_volume", "max_runtime", "idle")
+LeakKind = Literal["frozen", "stuck", "orphan_volume", "max_runtime", "idle", "future_start"]
+LEAK_KINDS: tuple[LeakKind, ...] = (
+    "frozen",
+    "stuck",
+    "orphan_volume",
+    "max_runtime",
+    "idle",
+    "future_start",
+)
 # Below this GPU utilisation (percent) a running instance counts as idle.
 IDLE_UTIL_PERCENT = 1.0
 # Proposed setting REAPER_VOLUME_ORPHAN_AFTER: a volume nothing references for this long is a
@@ -215,6 +222,20 @@ def idle_instances(fleet: Iterable[Instance], idle_after: timedelta) -> list[Fin
     ]
 
 
+def future_starts(fleet: Iterable[Instance], now: datetime) -> list[Finding]:
+    """A start or creation time after now cannot be read (the provider's clock, or ours, is
+    wrong): the stopped clock keeps its recorded stretch instead of restarting every pass, and
+    somebody must know, because such an instance is reaped later than it should be."""
+    findings = []
+    for inst in fleet:
+        times = [t for t in (inst.started_at, inst.created_at) if t is not None and t > now]
+        if not times or inst.state == "terminated":
+            continue
+        detail = f"start time {messages.utc(max(times))} is in the future"
+        findings.append(_finding("future_start", inst, detail, started_at=max(times)))
+    return findings
+
+
 def detect(
     fleet: Sequence[Instance],
     volumes: Sequence[Volume],
@@ -231,6 +252,7 @@ def detect(
         + orphan_volumes(volumes, volume_orphan_after)
         + over_max_runtime(live, now, settings.max_runtime)
         + idle_instances(live, settings.idle_alert_after)
+        + future_starts(live, now)
     )
 
 
@@ -338,6 +360,12 @@ def leak_alert(finding: Finding, since: datetime, now: datetime, settings: Setti
         limit = messages.humanize(settings.max_runtime or timedelta(0))
         title = f"{who} running for {messages.humanize(now - start)} at {bills}"
         body = f"Past REAPER_MAX_RUNTIME ({limit}): stop it if its job is done."
+    elif finding.kind == "future_start":
+        title = f"{who}: {provider} reports a start time in the future"
+        body = (
+            f"{finding.detail}: the reaper cannot read it as a restart and keeps the stopped clock"
+            " it has; check this machine's clock (NTP) and the instance in the console."
+        )
     else:
         title = f"{who} idle while billing {bills}"
         body = (

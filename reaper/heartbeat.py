@@ -128,7 +128,12 @@ def apply_ping(current: Monitor | None, ping: Ping, now: datetime, *, guarded: b
     """
     base = current or Monitor(host=ping.host, status="new", created_at=now)
     was_down = current is not None and current.status == "down"
-    changes: dict[str, Any] = {"last_ping_at": now, "last_ping_kind": ping.kind}
+    # A ping is a sign its instance exists: an absence seen by a listing starts over.
+    changes: dict[str, Any] = {
+        "last_ping_at": now,
+        "last_ping_kind": ping.kind,
+        "absent_since": None,
+    }
     if ping.message is not None:
         changes["last_message"] = ping.message
     if ping.kind == "exit":
@@ -322,6 +327,8 @@ class WatchReport:
     billing_silent: list[str] = field(default_factory=list)
     stopped: list[str] = field(default_factory=list)
     retired: list[str] = field(default_factory=list)
+    # Provider hosts missing from one complete listing: retired if the next one agrees.
+    absent: list[str] = field(default_factory=list)
     unwatched: list[str] = field(default_factory=list)
     reaper_silent: bool = False
     reaping: bool = False
@@ -346,6 +353,7 @@ class WatchReport:
             "billing_silent": self.billing_silent,
             "stopped": self.stopped,
             "retired": self.retired,
+            "absent": self.absent,
             "unwatched": self.unwatched,
             "reaping": self.reaping,
             "reaper_silent": self.reaper_silent,
@@ -434,7 +442,14 @@ def _plain(p: _Pass, m: Monitor, note: str = "") -> Monitor:
 
 def _retire(p: _Pass, m: Monitor) -> Monitor:
     p.report.retired.append(m.host)
-    return m.model_copy(update={"status": "retired", "down_since": None, "job_started_at": None})
+    return m.model_copy(
+        update={
+            "status": "retired",
+            "down_since": None,
+            "job_started_at": None,
+            "absent_since": None,
+        }
+    )
 
 
 def _billing(p: _Pass, m: Monitor, inst: Instance) -> Monitor:
@@ -478,6 +493,20 @@ def _stopped(p: _Pass, m: Monitor, inst: Instance) -> Monitor:
     )
 
 
+def _absent(p: _Pass, m: Monitor) -> Monitor:
+    """Missing from a complete listing. One listing can miss an instance that still bills (a
+    provider's hiccup, a page it skipped): the monitor retires as gone only when a second
+    complete listing, a watch period or more later, misses it too. Until then it waits quietly
+    with what it was."""
+    if m.absent_since is None:
+        p.report.absent.append(m.host)
+        return m.model_copy(update={"absent_since": p.now})
+    if p.now - m.absent_since >= p.settings.watch_every:
+        return _retire(p, m)
+    p.report.absent.append(m.host)
+    return m
+
+
 def _judge(p: _Pass, m: Monitor) -> Monitor:
     """The monitor as it should be after this pass; queues its alert on `p.report`."""
     parsed = _cross_checkable(m.host, p.settings)
@@ -486,6 +515,10 @@ def _judge(p: _Pass, m: Monitor) -> Monitor:
     provider, instance_id = parsed
     verdict, inst = p.fleet.verdict(provider, instance_id)
     p.report.cross_checked.append(m.host)
+    if verdict == "gone" and inst is None:
+        return _absent(p, m)
+    if m.absent_since is not None:
+        m = m.model_copy(update={"absent_since": None})
     if verdict == "gone":
         return _retire(p, m)
     if verdict == "stopped" and inst is not None:

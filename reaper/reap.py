@@ -550,7 +550,9 @@ class _Pass:
 
     async def terminate(
         self, decision: Decision, client: ProviderClient, not_after: float
-    ) -> AuditRecord:
+    ) -> AuditRecord | None:
+        """One delete; its audit record, or None when it was not sent (its reading grew too
+        old while it waited: the caller reads again)."""
         inst = decision.instance
         record = AuditRecord(
             provider=inst.provider,
@@ -563,16 +565,31 @@ class _Pass:
             cost_per_hour=inst.cost_per_hour,
             result="requested",
         )
-        # Written before the call, so a pass that dies mid-call still leaves a record that the
-        # next pass reconciles.
-        self.store.record_termination(record)
+        sent = False
+
+        def write_requested() -> None:
+            # Right before the request goes out, so a pass that dies mid-call still leaves a
+            # record that the next pass reconciles, and a delete never sent leaves none.
+            nonlocal sent
+            sent = True
+            self.store.record_termination(record)
+
         try:
-            outcome = await client.terminate(inst.id, not_after=not_after)
+            outcome = await client.terminate(
+                inst.id, not_after=not_after, before_send=write_requested
+            )
             record = record.model_copy(update={"result": outcome})
         except StaleReading as exc:
-            record = record.model_copy(
-                update={"result": "failed", "detail": f"not sent: {error_text(exc)}"}
-            )
+            if not sent:
+                log.event(
+                    "terminate",
+                    provider=inst.provider,
+                    id=inst.id,
+                    result="not_sent",
+                    detail=error_text(exc),
+                )
+                return None
+            record = record.model_copy(update={"result": "failed", "detail": error_text(exc)})
         except Exception as exc:  # any failure is recorded, never raised
             record = record.model_copy(update={"result": "failed", "detail": error_text(exc)})
         self.store.record_termination(record)
@@ -630,7 +647,7 @@ class _Pass:
             records = await asyncio.gather(*(self.terminate(d, client, not_after) for d in go))
             pending = []
             for decision, record in zip(go, records, strict=True):
-                if record.result == "failed" and record.detail.startswith("not sent:"):
+                if record is None:
                     pending.append(decision)
                 else:
                     sent.append((decision, record))
@@ -858,13 +875,25 @@ async def _run(run: _Pass, max_terminations: int | None) -> None:
         return
     run.close_episode(CLOCK_EPISODE)
 
+    report.no_channel = not settings.human_channel
+    if report.no_channel:
+        # Every pass says so: a warning nobody can read is no notice.
+        log.event(
+            "no_alert_channel",
+            message="no alert channel is configured (TELEGRAM_BOT_TOKEN and TELEGRAM_CHAT_ID, "
+            "BARK_URL or NTFY_URL): warnings go only to this log"
+            + (
+                " and due terminations are held (REAPER_REQUIRE_CHANNEL=true)"
+                if settings.require_channel
+                else ""
+            ),
+        )
     fleet = await run.list_all()
     await run.reconcile(fleet)
     history = store.history()
     plan = decide(fleet, history, now, settings, max_terminations=max_terminations)
     report.instances = plan.instances
     report.cap_exceeded = plan.cap_exceeded
-    report.no_channel = not settings.human_channel
     run.require_lease("after listing")
     if not run.dry_run:
         for change in plan.clock_changes:
@@ -1086,14 +1115,36 @@ def reap_command(
 
 
 def parse_target(target: str) -> tuple[ProviderName, str]:
-    provider, sep, instance_id = target.partition(":")
-    if not sep or provider not in ("runpod", "vast") or not instance_id:
+    """`<provider>:<id>`, the id canonicalised the way the provider's listing spells it."""
+    from reaper.providers import canonical_id
+
+    provider, sep, raw_id = target.strip().partition(":")
+    if not sep or provider not in ("runpod", "vast") or not raw_id:
         raise ConfigError(
             "<provider>:<id>", f"expected runpod:<podId> or vast:<instanceId>, got {target!r}"
         )
-    if not all(c.isalnum() or c in "-_." for c in instance_id) or len(instance_id) > 100:
-        raise ConfigError("<provider>:<id>", f"not a valid instance id: {instance_id!r}")
+    instance_id = canonical_id(provider, raw_id)
+    if instance_id is None:
+        expected = "ASCII digits" if provider == "vast" else "letters and digits"
+        raise ConfigError(
+            "<provider>:<id>", f"not a valid {provider} instance id ({expected}): {raw_id!r}"
+        )
     return provider, instance_id  # type: ignore[return-value]
+
+
+def _last_seen(store: Store, key: str) -> tuple[Instance | None, datetime | None]:
+    """The instance as the last complete listing of its provider showed it, and when the
+    newest listing of that provider was taken (None: never listed)."""
+    provider = key.split(":", 1)[0]
+    newest: datetime | None = None
+    for listing in store.listings():
+        if listing.provider != provider:
+            continue
+        newest = listing.at if newest is None else max(newest, listing.at)
+        for inst in listing.instances:
+            if inst.key == key:
+                return inst, listing.at
+    return None, newest
 
 
 def keep_command(settings: Settings, *, target: str, duration: timedelta | None) -> int:
@@ -1106,10 +1157,37 @@ def keep_command(settings: Settings, *, target: str, duration: timedelta | None)
     store = open_store(settings.state)
     try:
         store.keep(KeptInstance(key=key, since=now, until=until))
+        seen, listed_at = _last_seen(store, key)
     finally:
         store.close()
     log.event("keep", provider=provider, id=instance_id, until=until, result="kept")
-    print(f"kept {key} " + (f"until {iso(until)}" if until else "until further notice"))
+    name = f" ({seen.name})" if seen is not None and seen.name else ""
+    print(f"kept {key}{name} " + (f"until {iso(until)}" if until else "until further notice"))
+    if seen is None:
+        where = (
+            f"the last listing ({iso(listed_at)})"
+            if listed_at
+            else f"any listing yet (no reap pass has listed {provider})"
+        )
+        print(f"reaper: note: {key} is not in {where}: check the id", file=sys.stderr)
+    return 0
+
+
+def unkeep_command(settings: Settings, *, target: str) -> int:
+    from reaper.store import open_store
+
+    provider, instance_id = parse_target(target)
+    key = instance_key(provider, instance_id)
+    store = open_store(settings.state)
+    try:
+        ended = store.unkeep(key)
+    finally:
+        store.close()
+    log.event("unkeep", provider=provider, id=instance_id, result="ended" if ended else "none")
+    if ended:
+        print(f"no longer kept: {key} (the reaper treats it as any other instance again)")
+        return 0
+    print(f"reaper: {key} was not kept; nothing changed", file=sys.stderr)
     return 0
 
 

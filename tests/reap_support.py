@@ -4,7 +4,10 @@ a fake clock and a recording notifier. Real HTTP on loopback; time moves only wh
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Iterator
+import os
+import subprocess
+import sys
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, replace
 from datetime import UTC, datetime, timedelta
@@ -13,6 +16,7 @@ from typing import Any
 
 from reaper.clock import FakeClock
 from reaper.config import Account, Settings, StateURL
+from reaper.models import Alert, Delivery
 from reaper.notify.base import Notifier, RecordingNotifier
 from reaper.providers import HttpOptions, make_clients
 from reaper.providers.emulator import RunPodEmulator, VastEmulator
@@ -45,6 +49,7 @@ class World:
         settings: Settings | None = None,
         notifier: Notifier | None = None,
         store: SQLiteStore | None = None,
+        http: HttpOptions = FAST_HTTP,
         **kwargs: Any,
     ) -> ReapReport:
         """One pass; with `store`, on that store (left open for the caller)."""
@@ -53,7 +58,7 @@ class World:
         store = store or self.store(read_only=dry_run)
 
         async def go() -> ReapReport:
-            clients = make_clients(settings, FAST_HTTP)
+            clients = make_clients(settings, http)
             try:
                 return await reap_pass(
                     settings,
@@ -122,3 +127,60 @@ def world(tmp_path: Path, **settings_overrides: Any) -> Iterator[World]:
         yield World(
             runpod, vast, settings, clock, RecordingNotifier(), tmp_path / "state" / "reaper.db"
         )
+
+
+class ActingNotifier(RecordingNotifier):
+    """A channel that reaches a person, and lets a test act while a message is on its way:
+    the user starting a pod, the clock moving on, another pass taking the lease. `on_send`
+    gets each alert before it counts as delivered; `delay` seconds of real time are spent on
+    each (to see sends overlap)."""
+
+    def __init__(
+        self,
+        on_send: Callable[[Alert], None] | None = None,
+        *,
+        delay: float = 0.0,
+        heard: bool = True,
+    ) -> None:
+        super().__init__(heard=heard)
+        self.on_send = on_send
+        self.delay = delay
+        self.in_flight = 0
+        self.peak_in_flight = 0
+
+    async def send(self, alert: Alert) -> list[Delivery]:
+        self.in_flight += 1
+        self.peak_in_flight = max(self.peak_in_flight, self.in_flight)
+        try:
+            if self.delay:
+                await asyncio.sleep(self.delay)
+            if self.on_send is not None:
+                self.on_send(alert)
+            return await super().send(alert)
+        finally:
+            self.in_flight -= 1
+
+
+def events(notifier: RecordingNotifier) -> list[str]:
+    return [a.event for a in notifier.alerts]
+
+
+def cli(
+    w: World, *args: str, extra_env: dict[str, str] | None = None
+) -> subprocess.CompletedProcess[str]:
+    """`reaper <args>` in a subprocess, configured for this world's emulators and state."""
+    env = {
+        "PATH": os.environ["PATH"],
+        "HOME": str(w.state_path.parent.parent),
+        **w.env(),
+        **(extra_env or {}),
+    }
+    return subprocess.run(
+        [sys.executable, "-m", "reaper.cli", *args],
+        env=env,
+        cwd=w.state_path.parent.parent,
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+    )

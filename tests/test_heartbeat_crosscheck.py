@@ -119,6 +119,9 @@ def test_gone_or_terminated_retires_quietly(world: World, how: str) -> None:
     _silence(world, host)
     if how == "removed":
         world.runpod.remove_pod(pod)
+        # Missing from one complete listing is not yet proof: the next, a period later, is.
+        assert watch_with_providers(world.app).absent == [host]
+        world.app.advance(minutes=1)
     else:
         world.runpod.set_status(pod, "TERMINATED")
     report = watch_with_providers(world.app)
@@ -133,6 +136,8 @@ def test_a_stopped_instance_that_disappears_retires(world: World) -> None:
     _silence(world, host)
     watch_with_providers(world.app)
     world.vast.remove_instance(instance)
+    world.app.advance(minutes=1)
+    assert watch_with_providers(world.app).absent == [host]
     world.app.advance(minutes=1)
     assert watch_with_providers(world.app).retired == [host]
 
@@ -186,7 +191,11 @@ def test_bye_then_gone_or_stopped_retires_at_the_next_pass(world: World) -> None
     world.vast.set_status(stopping, "exited")
     world.app.advance(minutes=1)  # not even silent yet
     report = watch_with_providers(world.app)
-    assert sorted(report.retired) == sorted([f"runpod-{leaving}", f"vast-{stopping}"])
+    # Stopped retires at once; gone needs a second complete listing a period later.
+    assert report.retired == [f"vast-{stopping}"]
+    assert report.absent == [f"runpod-{leaving}"]
+    world.app.advance(minutes=1)
+    assert watch_with_providers(world.app).retired == [f"runpod-{leaving}"]
     assert world.app.notifier.alerts == []
 
 
@@ -211,6 +220,8 @@ def test_a_failed_job_then_bye_is_not_a_recovery(world: World) -> None:
     assert monitor.status == "down" and monitor.bye_at is not None
     assert monitor.last_ping_kind == "bye"
     world.runpod.remove_pod(pod)
+    world.app.advance(minutes=1)
+    assert watch_with_providers(world.app).absent == [host]
     world.app.advance(minutes=1)
     assert watch_with_providers(world.app).retired == [host]
     assert _events(world) == ["monitor_failed"]

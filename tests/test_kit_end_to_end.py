@@ -87,6 +87,8 @@ def test_idle_watch_heartbeats_destroys_and_the_watcher_retires_it(world: World)
     assert titles[1] == f"{HOST}: idle-watch: idle for 6 min (limit 6): destroying this instance"
 
     world.app.advance(minutes=10)
+    assert watch_with_providers(world.app).absent == [HOST]
+    world.app.advance(minutes=1)
     report = watch_with_providers(world.app)
 
     assert report.retired == [HOST]
@@ -126,6 +128,9 @@ def test_run_sh_reports_destroys_and_the_watcher_retires_it(world: World) -> Non
     ]
 
     world.app.advance(minutes=10)
+    # Gone from one listing, then from the next a watch period later: retired.
+    assert watch_with_providers(world.app).absent == [HOST]
+    world.app.advance(minutes=1)
     report = watch_with_providers(world.app)
 
     assert report.retired == [HOST]

@@ -201,3 +201,55 @@ def test_first_sight_never_acts(scenario: tuple[list[Instance], History, Setting
     # must go out a pass before the deadline for the termination to land on time).
     if config.stopped_ttl > config.warn_before + config.reap_every:
         assert not any(d.action == "warn" for d in plan.decisions)
+
+
+@settings(max_examples=300, deadline=None)
+@given(
+    ttl_h=st.integers(1, 72),
+    warn_m=st.integers(1, 240),
+    every_m=st.integers(5, 180),
+    phase_s=st.integers(0, 3 * 3600),
+    jitters=st.lists(st.integers(0, 60), min_size=50, max_size=50),
+    delivery_s=st.integers(0, 30),
+)
+def test_a_stopped_pod_is_gone_at_most_one_period_after_its_deadline(
+    ttl_h: int,
+    warn_m: int,
+    every_m: int,
+    phase_s: int,
+    jitters: list[int],
+    delivery_s: int,
+) -> None:
+    """Passes every REAPER_REAP_EVERY (plus up to a minute of jitter), warnings delivered a
+    little after their pass: the warning goes out early enough that the termination lands on
+    the first pass at or after the deadline — at most TTL + one period after the stretch began
+    (plus the jitter) — and never before the deadline or without the full notice."""
+    ttl, warn_before = timedelta(hours=ttl_h), timedelta(minutes=warn_m)
+    if warn_before >= ttl:
+        warn_before = ttl - timedelta(minutes=1)
+    every = timedelta(minutes=every_m)
+    config = Settings(stopped_ttl=ttl, warn_before=warn_before, reap_every=every)
+    pod = Instance(
+        provider="runpod", account="a", id="p", name="x", state="stopped", raw_status="EXITED"
+    )
+    start = NOW + timedelta(seconds=phase_s)
+    stopped: dict[str, datetime] = {}
+    warnings: dict[str, WarningRecord] = {}
+    passes = int((ttl + warn_before) / every) + 4
+    for k in range(passes):
+        now = start + k * every + timedelta(seconds=jitters[k % len(jitters)])
+        history = History(first_seen_stopped=stopped, warnings=warnings)
+        plan = decide([pod], history, now, config)
+        for change in plan.clock_changes:
+            stopped[change.key] = change.at
+        decision = plan.decisions[0] if plan.decisions else None
+        if decision is not None and decision.action == "warn":
+            delivered = now + timedelta(seconds=delivery_s)
+            warnings[pod.key] = WarningRecord(at=delivered, heard=True, mode="enforce")
+        if decision is not None and decision.action == "terminate":
+            since = stopped[pod.key]
+            assert now >= since + ttl
+            assert now >= warnings[pod.key].at + warn_before
+            assert now <= since + ttl + every + timedelta(seconds=60 + delivery_s)
+            return
+    raise AssertionError("never terminated")

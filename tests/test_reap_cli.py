@@ -8,29 +8,9 @@ import subprocess
 import sys
 from pathlib import Path
 
-from tests.reap_support import RUNPOD_KEY, VAST_KEY, World, world
+from tests.reap_support import RUNPOD_KEY, VAST_KEY, cli, world
 
 REPO = Path(__file__).resolve().parents[1]
-
-
-def cli(
-    w: World, *args: str, extra_env: dict[str, str] | None = None
-) -> subprocess.CompletedProcess[str]:
-    env = {
-        "PATH": os.environ["PATH"],
-        "HOME": str(w.state_path.parent.parent),
-        **w.env(),
-        **(extra_env or {}),
-    }
-    return subprocess.run(
-        [sys.executable, "-m", "reaper.cli", *args],
-        env=env,
-        cwd=w.state_path.parent.parent,
-        capture_output=True,
-        text=True,
-        timeout=120,
-        check=False,
-    )
 
 
 def test_reap_json_follows_the_contract(tmp_path: Path) -> None:

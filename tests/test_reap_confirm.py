@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Collection
+from collections.abc import Callable, Collection
 from pathlib import Path
 
 from reaper.models import Instance
@@ -101,9 +101,15 @@ class IdUnreadableAfterDelete:
         return await self.inner.list_instances(only_ids)
 
     async def terminate(
-        self, instance_id: str, *, not_after: float | None = None
+        self,
+        instance_id: str,
+        *,
+        not_after: float | None = None,
+        before_send: Callable[[], None] | None = None,
     ) -> TerminateOutcome:
-        outcome = await self.inner.terminate(instance_id, not_after=not_after)
+        outcome = await self.inner.terminate(
+            instance_id, not_after=not_after, before_send=before_send
+        )
         self.w.runpod.modify_pod(instance_id, id=None)
         return outcome
 

@@ -33,6 +33,17 @@ def __getattr__(name: str) -> Any:
     raise AttributeError(f"module 'reaper.providers' has no attribute {name!r}")
 
 
+def canonical_id(provider: str, text: str) -> str | None:
+    """An instance id as the provider's listing spells it (Vast `0123` is `123`), or None when
+    it cannot be one of that provider's ids: what `reaper keep` records must be the key the
+    pass looks up."""
+    module = {"runpod": "reaper.providers.runpod", "vast": "reaper.providers.vast"}.get(provider)
+    if module is None:
+        return None
+    canonical: str | None = import_module(module).canonical_id(text)
+    return canonical
+
+
 def make_clients(settings: Settings, options: HttpOptions | None = None) -> list[ProviderClient]:
     """One client per configured account, RunPod accounts first. Callers `aclose()` them."""
     from reaper.providers.http import HttpOptions
@@ -57,5 +68,6 @@ __all__ = [
     "RunPodClient",
     "TerminateOutcome",
     "VastClient",
+    "canonical_id",
     "make_clients",
 ]

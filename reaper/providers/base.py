@@ -7,7 +7,7 @@ error for that account (never a shorter fleet, never an exception that stops the
 
 from __future__ import annotations
 
-from collections.abc import Collection, Sequence
+from collections.abc import Callable, Collection, Sequence
 from typing import Literal, Protocol
 
 from reaper.models import Balance, Instance, ProviderName, Volume
@@ -57,13 +57,18 @@ class ProviderClient(Protocol):
         ...
 
     async def terminate(
-        self, instance_id: str, *, not_after: float | None = None
+        self,
+        instance_id: str,
+        *,
+        not_after: float | None = None,
+        before_send: Callable[[], None] | None = None,
     ) -> TerminateOutcome:
         """Ask for deletion. "not_found" only when the provider clearly says it is gone; an
         auth or session error that looks like a 404 raises ProviderError instead.
 
         `not_after` (a `time.monotonic()` instant): no attempt is sent after it — the reading
         the delete was decided on is too old by then — and `StaleReading` is raised instead.
+        `before_send` runs once, right before the request first goes out.
         """
         ...
 

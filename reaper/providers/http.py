@@ -22,7 +22,7 @@ import json
 import random
 import ssl
 import time
-from collections.abc import AsyncIterator, Mapping
+from collections.abc import AsyncIterator, Callable, Mapping
 from contextlib import asynccontextmanager
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
@@ -259,6 +259,7 @@ class Requester:
         params: Mapping[str, str] | None = None,
         json_body: Any = None,
         not_after: float | None = None,
+        before_send: Callable[[], None] | None = None,
     ) -> Reply:
         """Send until a non-retryable answer arrives; ProviderError once attempts run out.
 
@@ -266,6 +267,8 @@ class Requester:
         404 means "gone" (and for Vast, only its `error` field says so). `not_after` (a
         monotonic instant) is checked right before each attempt goes out, after any wait for a
         concurrency slot or a backoff: past it, `StaleReading` is raised and nothing is sent.
+        `before_send` runs once, right before the first attempt actually goes out (the reap pass
+        writes its audit record there, so a delete that was never sent leaves none).
         """
         path = urlsplit(url).path
         last_problem = ""
@@ -280,6 +283,9 @@ class Requester:
                             self.account,
                             f"{method} {path} not sent: the reading it was decided on is too old",
                         )
+                    if before_send is not None:
+                        before_send()
+                        before_send = None
                     response = await self._client.request(
                         method, url, params=params, json=json_body
                     )

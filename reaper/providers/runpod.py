@@ -10,7 +10,7 @@ and its failure is the caller's warning, never a failed reap.
 from __future__ import annotations
 
 import re
-from collections.abc import Collection, Sequence
+from collections.abc import Callable, Collection, Sequence
 from typing import Any
 from urllib.parse import quote, urlsplit
 
@@ -129,6 +129,11 @@ POD_ID = re.compile(r"[A-Za-z0-9](?:[A-Za-z0-9_-]{0,62}[A-Za-z0-9])?")
 
 def valid_pod_id(text: str) -> bool:
     return POD_ID.fullmatch(text) is not None and not text.startswith(UNREADABLE_ID_PREFIX)
+
+
+def canonical_id(text: str) -> str | None:
+    """A pod id as the listing spells it, or None: pod ids are taken as they are."""
+    return text if valid_pod_id(text) else None
 
 
 def _protection_unreadable(raw: dict[str, Any], pod: RawPod, unreadable: list[str]) -> str | None:
@@ -285,7 +290,11 @@ class RunPodClient:
         return pods
 
     async def terminate(
-        self, instance_id: str, *, not_after: float | None = None
+        self,
+        instance_id: str,
+        *,
+        not_after: float | None = None,
+        before_send: Callable[[], None] | None = None,
     ) -> TerminateOutcome:
         """`DELETE /pods/{id}`: 204 is "deleted".
 
@@ -298,7 +307,9 @@ class RunPodClient:
         """
         if not valid_pod_id(instance_id):
             raise self.http.error(f"refusing to delete pod {instance_id!r}: not a pod id")
-        reply = await self.http.request("DELETE", self._pod_url(instance_id), not_after=not_after)
+        reply = await self.http.request(
+            "DELETE", self._pod_url(instance_id), not_after=not_after, before_send=before_send
+        )
         if reply.status in (200, 202, 204):
             return "deleted"
         if reply.status == 404:

@@ -10,7 +10,7 @@ and adaptive concurrency do the pacing.
 from __future__ import annotations
 
 import json
-from collections.abc import Collection, Sequence
+from collections.abc import Callable, Collection, Sequence
 from typing import Any
 
 import httpx
@@ -98,7 +98,7 @@ def parse_instance(raw: object, account: str, position: int = 0) -> Instance:
     if not isinstance(raw, dict):
         return not_an_object("vast", account, position)
     inst, unreadable = read_tolerantly(RawVastInstance, raw)
-    instance_id = _id_text(inst.id) or f"{UNREADABLE_ID_PREFIX}{position}"
+    instance_id = canonical_id(inst.id) or f"{UNREADABLE_ID_PREFIX}{position}"
     present = "actual_status" in raw
     # A missing `actual_status` (a select_cols answer, a changed API) says nothing; only an
     # explicit null means "not yet started" in Vast's docs.
@@ -136,7 +136,7 @@ def _label_unreadable(raw: dict[str, Any], unreadable: list[str]) -> str | None:
     return None
 
 
-def _id_text(value: int | str | None) -> str | None:
+def canonical_id(value: int | str | None) -> str | None:
     """A Vast id as the canonical digits `int()` and the filter agree on, or None.
 
     ASCII only: `str.isdigit()` also accepts other scripts' digits ("١٢"), which `int()` reads
@@ -219,7 +219,7 @@ class VastClient:
         for page in range(1, MAX_PAGES + 1):
             params = {"limit": str(PAGE_SIZE)}
             if only_ids is not None:
-                wanted = sorted({n for n in (_id_text(i) for i in only_ids) if n is not None})
+                wanted = sorted({n for n in (canonical_id(i) for i in only_ids) if n is not None})
                 params["select_filters"] = json.dumps({"id": {"in": [int(n) for n in wanted]}})
             if token is not None:
                 params["after_token"] = token
@@ -271,12 +271,16 @@ class VastClient:
 
     def _instance_url(self, instance_id: str, what: str) -> str:
         """The URL of exactly one instance: canonical ASCII digits only."""
-        if _id_text(instance_id) != instance_id:
+        if canonical_id(instance_id) != instance_id:
             raise self.http.error(f"refusing to {what} instance {instance_id!r}: not a Vast id")
         return f"{self.base_url}/api/v0/instances/{instance_id}/"
 
     async def terminate(
-        self, instance_id: str, *, not_after: float | None = None
+        self,
+        instance_id: str,
+        *,
+        not_after: float | None = None,
+        before_send: Callable[[], None] | None = None,
     ) -> TerminateOutcome:
         """`DELETE /api/v0/instances/{id}/` (Vast calls it destroy).
 
@@ -285,7 +289,7 @@ class VastClient:
         so any other 404 is an error, never "already gone".
         """
         url = self._instance_url(instance_id, "destroy")
-        reply = await self.http.request("DELETE", url, not_after=not_after)
+        reply = await self.http.request("DELETE", url, not_after=not_after, before_send=before_send)
         if reply.status == 200:
             body = json_object(self.http, reply, f"destroying instance {instance_id}")
             if body.get("success") is True:
@@ -348,7 +352,7 @@ class VastClient:
             if not isinstance(raw, dict):
                 continue
             volume, _ = read_tolerantly(_RawVolume, raw)
-            volume_id = _id_text(volume.id)
+            volume_id = canonical_id(volume.id)
             if volume_id is None:
                 continue
             monthly = volume.storage_total_cost

@@ -20,9 +20,36 @@ def open_store(url: StateURL, *, read_only: bool = False) -> Store:
             # one line naming the variable, like every other bad setting.
             reason = " ".join(str(exc).split()) or type(exc).__name__
             raise ConfigError("REAPER_STATE", f"cannot open {url.location}: {reason}") from None
-    from reaper.store.dynamodb import DynamoDBStore  # type: ignore[import-not-found,unused-ignore]
+    return _open_dynamodb(url, read_only=read_only)
 
-    store: Store = DynamoDBStore(url.location, read_only=read_only)
+
+def _open_dynamodb(url: StateURL, *, read_only: bool) -> Store:
+    """The AWS backend, or one line naming what is missing: boto3 (an extra), a region."""
+    try:
+        import boto3  # type: ignore[import-untyped,unused-ignore]  # noqa: F401
+    except ImportError:
+        raise ConfigError(
+            "REAPER_STATE",
+            "dynamodb:// needs boto3, which is not installed: pip install 'reaper[aws]'",
+        ) from None
+    from botocore.exceptions import (  # type: ignore[import-untyped,unused-ignore]
+        BotoCoreError,
+        NoRegionError,
+    )
+
+    from reaper.store.dynamodb import DynamoDBStore, make_client
+
+    try:
+        client = make_client(url.region)
+    except NoRegionError:
+        raise ConfigError(
+            "REAPER_STATE",
+            "dynamodb:// needs an AWS region: set AWS_REGION (or AWS_DEFAULT_REGION), or use "
+            "dynamodb://<table>?region=<region>",
+        ) from None
+    except BotoCoreError as exc:
+        raise ConfigError("REAPER_STATE", f"cannot reach DynamoDB ({type(exc).__name__})") from None
+    store: Store = DynamoDBStore(url.location, read_only=read_only, client=client)
     return store
 
 

@@ -323,7 +323,8 @@ class RunPodEmulator(EmulatorServer[str, _Pod]):
             return self._method_not_allowed(request)
         if kind == "list":
             include = request.query.get("includeClusterPods", "false").lower() == "true"
-            return self._json(200, {"pods": self._listing(account, include)}, request)
+            pods = [] if request.empty else self._listing(account, include)
+            return self._json(200, {"pods": pods}, request)
         if kind == "get":
             pod = self._owned(account, self._pod_id(request))
             if pod is None:

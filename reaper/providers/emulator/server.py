@@ -19,7 +19,7 @@ import threading
 import time
 from collections import Counter
 from collections.abc import Callable, Hashable, Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from types import TracebackType
@@ -81,6 +81,8 @@ class Request:
     kind: str
     account: str | None
     page: int | None = None
+    # An injected "empty" answer: a listing that looks complete and holds nothing.
+    empty: bool = False
 
     def json(self) -> Any:
         return json.loads(self.body or b"null")
@@ -106,7 +108,7 @@ class RequestRecord:
 @dataclass
 class _Fault:
     kind: str
-    action: Literal["status", "drop", "slow", "rate_limit"]
+    action: Literal["status", "drop", "slow", "rate_limit", "empty"]
     remaining: int
     status: int = 500
     seconds: float = 0.0
@@ -198,6 +200,7 @@ class EmulatorServer(Generic[IdT, EntryT]):
         self.peak_in_flight = 0
         self.lock = threading.RLock()
         self._faults: list[_Fault] = []
+        self._hooks: list[list[Any]] = []
         self._down: DownMode | None = None
         self._server: _Server | None = None
         self._thread: threading.Thread | None = None
@@ -284,9 +287,23 @@ class EmulatorServer(Generic[IdT, EntryT]):
         """The next `count` calls close the connection without answering."""
         self._add(_Fault(kind, "drop", count))
 
-    def slow_next(self, kind: str = ANY, seconds: float = 1.0, count: int = 1) -> None:
-        """The next `count` calls wait `seconds` before answering (to provoke timeouts)."""
-        self._add(_Fault(kind, "slow", count, seconds=seconds))
+    def slow_next(
+        self, kind: str = ANY, seconds: float = 1.0, count: int = 1, *, page: int | None = None
+    ) -> None:
+        """The next `count` calls wait `seconds` before answering (to provoke timeouts, or a
+        reading that is stale by the time its pass acts); `page` limits it to that page."""
+        self._add(_Fault(kind, "slow", count, seconds=seconds, page=page))
+
+    def empty_next(self, kind: str = "list", count: int = 1) -> None:
+        """The next `count` listings answer as a complete, empty fleet: a provider that lost
+        its way, whose answer must never read as "everything is gone"."""
+        self._add(_Fault(kind, "empty", count))
+
+    def after_next(self, kind: str, action: Callable[[], None], count: int = 1) -> None:
+        """Run `action` right after the next `count` calls of `kind` are answered: a state
+        that changes between two requests (a user starting a pod mid-pass)."""
+        with self.lock:
+            self._hooks.append([kind, count, action])
 
     def rate_limit_next(
         self, count: int, *, kind: str = ANY, retry_after: float | None = None
@@ -318,6 +335,7 @@ class EmulatorServer(Generic[IdT, EntryT]):
     def clear_faults(self) -> None:
         with self.lock:
             self._faults.clear()
+            self._hooks.clear()
 
     def _add(self, fault: _Fault) -> None:
         with self.lock:
@@ -462,9 +480,22 @@ class EmulatorServer(Generic[IdT, EntryT]):
         if fault is not None and fault.action == "drop":
             self._record(request, 0)
             return None
+        if fault is not None and fault.action == "empty":
+            request = replace(request, empty=True)
+            fault = None
         response = self._answer(request, fault, down)
         self._record(request, response.status)
+        self._run_hooks(kind)
         return response
+
+    def _run_hooks(self, kind: str) -> None:
+        with self.lock:
+            due = [hook for hook in self._hooks if hook[0] in (ANY, kind) and hook[1] > 0]
+            for hook in due:
+                hook[1] -= 1
+            self._hooks = [hook for hook in self._hooks if hook[1] > 0]
+        for _kind, _left, action in due:
+            action()
 
     def _answer(self, request: Request, fault: _Fault | None, down: DownMode | None) -> Response:
         if down == "503":

@@ -336,6 +336,8 @@ class VastEmulator(EmulatorServer[int, FleetEntry]):
                 return Response.json(400, {"error": "invalid_token", "msg": "invalid after_token"})
             after, page = int(cursor["after"]), int(cursor["page"])
         mine = sorted((i, inst) for i, inst in self._entries.items() if inst.account == account)
+        if request.empty:
+            mine = []
         matches = _parse_filters(request.query.get("select_filters"))
         if isinstance(matches, str):
             return Response.json(400, {"success": False, "error": "invalid_args", "msg": matches})
@@ -345,16 +347,21 @@ class VastEmulator(EmulatorServer[int, FleetEntry]):
         for instance_id, inst in chunk:
             items.append(self._list_entry(instance_id, inst))
         more = len(remaining) > limit
+        raw_entries = [] if request.empty else self._raw_listed(account)
         if not more:
-            items += self._raw_listed(account)
+            items += raw_entries
         next_token = (
             _encode_token({"after": chunk[-1][0], "page": page + 1, "acct": account})
             if more
             else None
         )
         # "Total number of instances matching the filters" (show_instances.yaml): the filtered
-        # set, plus the raw entries, which every listing ends with whatever the filter.
-        total = sum(1 for _, inst in mine if matches(inst.data)) + len(self._raw_listed(account))
+        # set, plus the raw entries, which every listing ends with whatever the filter; a raw
+        # copy of a listed instance (a duplicate) counts once, as the server counts records.
+        ids = {i for i, inst in mine if matches(inst.data)}
+        total = len(ids) + sum(
+            1 for raw in raw_entries if not (isinstance(raw, dict) and raw.get("id") in ids)
+        )
         labels: dict[str, int] = {}
         for _, inst in mine:
             label = inst.data.get("label") or ""

@@ -1,0 +1,72 @@
+"""Issue 12.6: only a warning that reached a person licenses a termination."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from dataclasses import replace
+from pathlib import Path
+
+from reaper.notify.base import LogNotifier
+from tests.reap_support import action_of, world
+
+
+def test_with_no_channel_the_due_pod_is_held_with_how_to_fix_it(tmp_path: Path) -> None:
+    with world(tmp_path) as w:
+        pod = w.runpod.add_pod(status="EXITED")
+        log_only = LogNotifier()
+        w.run(notifier=log_only)
+        w.advance(23)
+        warned = w.run(notifier=log_only)
+        assert action_of(warned, pod) == "warn"
+        assert warned.no_channel
+        w.advance(1)
+        report = w.run(notifier=log_only)
+        assert action_of(report, pod) == "hold"
+        (held,) = [a for a in report.actions if a.id == pod]
+        assert "REAPER_REQUIRE_CHANNEL=false" in held.reason
+        assert "TELEGRAM_BOT_TOKEN" in held.reason
+        assert w.runpod.mutations == []
+        # And it stays held, pass after pass.
+        w.advance(5)
+        assert action_of(w.run(notifier=log_only), pod) == "hold"
+
+
+def test_require_channel_false_accepts_a_warning_written_to_the_log(tmp_path: Path) -> None:
+    with world(tmp_path, require_channel=False) as w:
+        pod = w.runpod.add_pod(status="EXITED")
+        log_only = LogNotifier()
+        w.run(notifier=log_only)
+        w.advance(23)
+        w.run(notifier=log_only)
+        w.advance(1)
+        assert action_of(w.run(notifier=log_only), pod) == "terminate"
+
+
+def test_a_channel_configured_later_warns_anew_before_any_termination(tmp_path: Path) -> None:
+    with world(tmp_path) as w:
+        pod = w.runpod.add_pod(status="EXITED")
+        log_only = LogNotifier()
+        w.run(notifier=log_only)
+        w.advance(23)
+        w.run(notifier=log_only)
+        w.advance(2)
+        with_telegram = replace(w.settings, telegram_bot_token="1:abc", telegram_chat_id="42")
+        report = w.run(settings=with_telegram)  # the recording notifier reaches a person
+        assert action_of(report, pod) == "warn"
+        w.advance(1)
+        assert action_of(w.run(settings=with_telegram), pod) == "terminate"
+
+
+def test_every_cli_pass_says_on_stderr_that_no_channel_is_configured(tmp_path: Path) -> None:
+    with world(tmp_path) as w:
+        result = subprocess.run(
+            [sys.executable, "-m", "reaper.cli", "reap"],
+            env={**w.env(), "PATH": "/usr/bin:/bin", "HOME": str(tmp_path)},
+            capture_output=True,
+            text=True,
+            timeout=60,
+            cwd=tmp_path,
+        )
+        assert "no alert channel is configured" in result.stderr
+        assert result.returncode == 0
