@@ -138,9 +138,7 @@ def test_an_object_replaced_in_the_store_before_the_verification(
     assert "eval/metrics.json (ETag differs in the store)" in alert
 
 
-def test_an_object_deleted_from_the_store_before_the_verification(
-    kit: Kit, store: Store
-) -> None:
+def test_an_object_deleted_from_the_store_before_the_verification(kit: Kit, store: Store) -> None:
     def vanish(manifest_key: str) -> None:
         store.delete(manifest_key.removesuffix("MANIFEST.json") + "checkpoints/model.pt")
 
@@ -163,9 +161,7 @@ def test_a_disk_that_fills_while_the_manifest_is_written(
     assert not (tmp_path / "results" / "MANIFEST.json").exists()
 
 
-def test_a_file_that_changes_while_it_is_uploaded(
-    kit: Kit, store: Store, tmp_path: Path
-) -> None:
+def test_a_file_that_changes_while_it_is_uploaded(kit: Kit, store: Store, tmp_path: Path) -> None:
     metrics = tmp_path / "results" / "eval" / "metrics.json"
 
     def append(_key: str) -> None:
@@ -183,8 +179,10 @@ def test_a_file_that_changes_while_it_is_uploaded(
 def test_a_file_that_appears_while_the_others_are_uploaded(
     kit: Kit, store: Store, tmp_path: Path
 ) -> None:
-    late = tmp_path / "results" / "late.txt"
-    store.proxy.on_upload("empty.log", lambda _key: late.write_text("late"))
+    def arrive(_key: str) -> None:
+        (tmp_path / "results" / "late.txt").write_text("late")
+
+    store.proxy.on_upload("empty.log", arrive)
 
     alert = kept(kit)
 

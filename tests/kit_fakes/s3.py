@@ -69,7 +69,8 @@ class Moto:
             region_name=REGION,
         )
         trust = {"Version": "2012-10-17", "Statement": [_ALLOW | {"Action": "sts:AssumeRole"}]}
-        arn = iam.create_role(RoleName=role, AssumeRolePolicyDocument=json.dumps(trust))["Role"]["Arn"]
+        made = iam.create_role(RoleName=role, AssumeRolePolicyDocument=json.dumps(trust))
+        arn = made["Role"]["Arn"]
         policy = {"Version": "2012-10-17", "Statement": [_ALLOW | {"Action": "s3:*"}]}
         iam.put_role_policy(RoleName=role, PolicyName="s3", PolicyDocument=json.dumps(policy))
         sts = boto3.client(
@@ -113,7 +114,7 @@ def moto() -> Moto:
 
 
 def _start_moto() -> Moto:
-    assert MOTO_SERVER.exists(), "moto_server missing: .venv/bin/pip install -r requirements-dev.txt"
+    assert MOTO_SERVER.exists(), "moto_server missing: pip install -r requirements-dev.txt"
     port = free_port()
     url = f"http://127.0.0.1:{port}"
     env = {k: v for k, v in os.environ.items() if not k.startswith(("AWS_", "MOTO_"))}
@@ -140,11 +141,11 @@ def _start_moto() -> Moto:
         region_name=REGION,
     )
     iam.create_user(UserName="kit")
-    policy = {"Version": "2012-10-17", "Statement": [{"Effect": "Allow", "Action": "*", "Resource": "*"}]}
+    policy = {"Version": "2012-10-17", "Statement": [_ALLOW | {"Action": "*"}]}
     iam.put_user_policy(UserName="kit", PolicyName="all", PolicyDocument=json.dumps(policy))
     key = iam.create_access_key(UserName="kit")["AccessKey"]
     # from here on every request is authenticated and its signature checked
-    request = urllib.request.Request(
+    request = urllib.request.Request(  # noqa: S310 (loopback)
         f"{url}/moto-api/reset-auth",
         data=b"0",
         method="POST",
@@ -202,12 +203,13 @@ class StoreProxy:
 
     def refuse_all(self, status: int, code: str, message: str) -> None:
         """Every request answered with this S3 error (a HEAD without its body, as S3 does)."""
-        body = f"<?xml version='1.0' encoding='UTF-8'?><Error><Code>{code}</Code><Message>{message}</Message></Error>"
+        body = f"<Error><Code>{code}</Code><Message>{message}</Message></Error>"
         self.rules.append(lambda _s: (status, {"Content-Type": "application/xml"}, body.encode()))
 
     def fail_next(self, count: int, status: int = 503, code: str = "SlowDown") -> None:
         left = [count]
-        body = f"<Error><Code>{code}</Code><Message>Please reduce your request rate.</Message></Error>"
+        message = "Please reduce your request rate."
+        body = f"<Error><Code>{code}</Code><Message>{message}</Message></Error>"
 
         def rule(seen: Seen) -> tuple[int, dict[str, str], bytes] | None:
             if left[0] > 0 and seen.method in ("PUT", "POST"):
@@ -247,9 +249,9 @@ def _handler(proxy: StoreProxy) -> type[BaseHTTPRequestHandler]:
             seen = Seen(self.command, key, query)
             proxy.seen.append(seen)
             for rule in reversed(proxy.rules):
-                answer = rule(seen)
-                if answer is not None:
-                    self._reply(*answer)
+                ruled = rule(seen)
+                if ruled is not None:
+                    self._reply(*ruled)
                     return
             for hook in proxy.before_forward:
                 hook(seen)
