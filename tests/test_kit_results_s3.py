@@ -142,7 +142,7 @@ def test_short_lived_credentials_work_and_are_never_printed(
     done = kit.run("run.sh", "true", **temporary)
 
     assert done.returncode == 0, done.stderr
-    assert "results safe: 1 files, 1 B, s3://" in kit.alerts()[0]
+    assert "results safe: 1 file, 1 B, s3://" in kit.alerts()[0]
     printed = done.stdout + done.stderr + "".join(kit.alerts())
     assert temporary["AWS_SECRET_ACCESS_KEY"] not in printed
     assert temporary["AWS_SESSION_TOKEN"] not in printed

@@ -404,10 +404,12 @@ main() {
         ;;
     esac
     step_ms=$(check_every_ms)
-    ping_every=$(((step_ms + 999) / 1000))
     limit_ms=$((IDLE_LIMIT * 60000))
     sleep_for=${IDLE_WATCH_SLEEP:-${CHECK_EVERY:-60}}
     [[ $sleep_for =~ ^[0-9]{1,6}(\.[0-9]{1,3})?$ ]] || sleep_for=$((step_ms / 1000))
+    # while a save runs, the heartbeat still gets a ping per check period (at least 1 s)
+    ping_every=$sleep_for
+    [[ $ping_every =~ ^0*(\.0*)?$ ]] && ping_every=1
     max_loops=${IDLE_WATCH_MAX_LOOPS:-0}
     [[ $max_loops =~ ^[0-9]{1,9}$ ]] || max_loops=0
 

@@ -94,6 +94,10 @@ def human(size: float) -> str:
     return f"{size:.1f} TB"
 
 
+def files(count: int) -> str:
+    return f"{count} file" if count == 1 else f"{count} files"
+
+
 def names(items: list[str], limit: int = 5) -> str:
     more = len(items) - limit
     return ", ".join(items[:limit]) + (f" and {more} more" if more > 0 else "")
@@ -566,10 +570,10 @@ def save_s3(root: str, url: str, run: str, host: str, dry_run: bool) -> str:
     if problems:
         raise Unsafe(names(problems))
     total = sum(e.size for e in entries)
-    summary = f"{len(entries)} files, {human(total)}, {where}"
+    summary = f"{files(len(entries))}, {human(total)}, {where}"
     if dry_run:
         log(
-            f"dry run: would write {MANIFEST} in {shown(root)} ({len(entries)} files, {human(total)})"
+            f"dry run: would write {MANIFEST} in {shown(root)} ({files(len(entries))}, {human(total)})"
         )
         for e in entries:
             parts = -(-e.size // part_size_for(e.size, part_size)) if e.size else 1
@@ -685,11 +689,11 @@ def save_git(root: str, run: str, host: str, dry_run: bool) -> str:
     if problems:
         raise Unsafe(names(problems))
     total = sum(e.size for e in entries)
-    summary = f"{len(entries)} files, {human(total)}, {where}"
+    summary = f"{files(len(entries))}, {human(total)}, {where}"
     pathspec = rel or "."
     if dry_run:
         log(
-            f"dry run: would write {MANIFEST} in {shown(root)} ({len(entries)} files, {human(total)})"
+            f"dry run: would write {MANIFEST} in {shown(root)} ({files(len(entries))}, {human(total)})"
         )
         log(f"dry run: would commit {shown(pathspec)} in {shown(top)} and push it to {where}")
         log("dry run: would read the branch back from the remote (ls-remote, fetch) and compare")
@@ -757,7 +761,7 @@ def save_git(root: str, run: str, host: str, dry_run: bool) -> str:
     bad += [f"{c}" for c in changed]
     if bad:
         raise Unsafe(f"{len(bad)} files not verified in {where}: {names(bad)}")
-    return f"results safe: {len(entries)} files, {human(total)}, {where}@{head[:12]} verified"
+    return f"results safe: {files(len(entries))}, {human(total)}, {where}@{head[:12]} verified"
 
 
 # -- main -----------------------------------------------------------------------------------
