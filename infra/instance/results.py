@@ -32,6 +32,7 @@ Test hook: RESULTS_RETRY_DELAY (seconds, default 1) is the first backoff delay.
 from __future__ import annotations
 
 import base64
+import contextlib
 import hashlib
 import hmac
 import http.client
@@ -109,6 +110,13 @@ def quote(text: str, safe: str) -> str:
 
 def b64(digest: bytes) -> str:
     return base64.b64encode(digest).decode()
+
+
+def env_float(name: str, default: float) -> float:
+    try:
+        return float(os.environ.get(name) or default)
+    except ValueError:
+        return default
 
 
 def env_int(name: str, default: int, low: int, high: int) -> int:
@@ -299,10 +307,8 @@ def write_manifest(root: str, data: bytes) -> None:
             os.fsync(f.fileno())
         os.replace(partial, os.path.join(root, MANIFEST))
     except OSError as error:
-        try:
+        with contextlib.suppress(OSError):
             os.unlink(partial)
-        except OSError:
-            pass
         raise Unsafe(f"cannot write {MANIFEST}: {error.strerror or error}") from None
 
 
@@ -342,10 +348,7 @@ class S3:
         )
         self.checksum = os.environ.get("S3_CHECKSUM", "sha256").lower() != "off"
         self.retries = env_int("RESULTS_RETRIES", 5, 0, 20)
-        try:
-            self.delay = float(os.environ.get("RESULTS_RETRY_DELAY", "1"))
-        except ValueError:
-            self.delay = 1.0
+        self.delay = env_float("RESULTS_RETRY_DELAY", 1.0)
         endpoint = os.environ.get("S3_ENDPOINT_URL", "")
         if endpoint:
             parts = urllib.parse.urlsplit(endpoint)
@@ -472,7 +475,7 @@ class S3:
                 if isinstance(failure, StoreError):
                     raise failure
                 raise StoreError(0, "", f"no answer from the store ({failure})")
-            wait = min(30.0, self.delay * 2**attempt) * random.uniform(0.5, 1.0)  # noqa: S311
+            wait = min(30.0, self.delay * 2**attempt) * random.uniform(0.5, 1.0)
             attempt += 1
             log(f"{method} {shown(key) or '/'}: {failure}; retry {attempt} in {wait:.1f}s")
             time.sleep(wait)
@@ -570,17 +573,15 @@ def save_s3(root: str, url: str, run: str, host: str, dry_run: bool) -> str:
     if problems:
         raise Unsafe(names(problems))
     total = sum(e.size for e in entries)
-    summary = f"{files(len(entries))}, {human(total)}, {where}"
+    counted = f"{files(len(entries))}, {human(total)}"
+    summary = f"{counted}, {where}"
     if dry_run:
-        log(
-            f"dry run: would write {MANIFEST} in {shown(root)} ({files(len(entries))}, {human(total)})"
-        )
+        log(f"dry run: would write {MANIFEST} in {shown(root)} ({counted})")
         for e in entries:
             parts = -(-e.size // part_size_for(e.size, part_size)) if e.size else 1
             how = f", {parts} parts" if parts > 1 else ""
-            log(
-                f"dry run: would upload {shown(e.path)} ({human(e.size)}{how}) to {where}{shown(e.path)}"
-            )
+            name = shown(e.path)
+            log(f"dry run: would upload {name} ({human(e.size)}{how}) to {where}{name}")
         log(
             f"dry run: would upload {MANIFEST} last, then read every object back "
             f"({'SHA-256 checksum' if store.checksum else 'ETag'} and size) and the manifest"
@@ -597,9 +598,8 @@ def save_s3(root: str, url: str, run: str, host: str, dry_run: bool) -> str:
         if store.check(e, key) == "":
             log(f"{shown(e.path)}: already in the store")
             continue
-        log(
-            f"uploading {shown(e.path)} ({human(e.size)}, {len(e.parts)} part{'s' if len(e.parts) > 1 else ''})"
-        )
+        parts = f"{len(e.parts)} parts" if len(e.parts) > 1 else "1 part"
+        log(f"uploading {shown(e.path)} ({human(e.size)}, {parts})")
         store.upload(key, e)
     changed = changed_since(root, entries)
     if changed:
@@ -689,12 +689,11 @@ def save_git(root: str, run: str, host: str, dry_run: bool) -> str:
     if problems:
         raise Unsafe(names(problems))
     total = sum(e.size for e in entries)
-    summary = f"{files(len(entries))}, {human(total)}, {where}"
+    counted = f"{files(len(entries))}, {human(total)}"
+    summary = f"{counted}, {where}"
     pathspec = rel or "."
     if dry_run:
-        log(
-            f"dry run: would write {MANIFEST} in {shown(root)} ({files(len(entries))}, {human(total)})"
-        )
+        log(f"dry run: would write {MANIFEST} in {shown(root)} ({counted})")
         log(f"dry run: would commit {shown(pathspec)} in {shown(top)} and push it to {where}")
         log("dry run: would read the branch back from the remote (ls-remote, fetch) and compare")
         return f"dry run: would save {summary} and verify"
@@ -718,7 +717,7 @@ def save_git(root: str, run: str, host: str, dry_run: bool) -> str:
     head = git("rev-parse", "HEAD", cwd=top).strip()
     log(f"pushing {summary} (commit {head[:12]})")
     retries = env_int("RESULTS_RETRIES", 5, 0, 20)
-    delay = float(os.environ.get("RESULTS_RETRY_DELAY", "1") or 1)
+    delay = env_float("RESULTS_RETRY_DELAY", 1.0)
     for attempt in range(retries + 1):
         try:
             git("push", "-q", remote, f"HEAD:{ref}", cwd=top)
@@ -732,9 +731,8 @@ def save_git(root: str, run: str, host: str, dry_run: bool) -> str:
     # verification: what the remote holds now
     listed = git("ls-remote", remote, ref, cwd=top).split()
     if not listed or listed[0] != head:
-        raise Unsafe(
-            f"the remote's {ref} is {listed[0][:12] if listed else 'missing'}, not the pushed {head[:12]}"
-        )
+        there = listed[0][:12] if listed else "missing"
+        raise Unsafe(f"the remote's {ref} is {there}, not the pushed {head[:12]}")
     git("fetch", "-q", "--no-tags", remote, ref, cwd=top)
     fetched = git("rev-parse", "FETCH_HEAD", "FETCH_HEAD^{tree}", "HEAD^{tree}", cwd=top).split()
     if fetched[0] != head or fetched[1] != fetched[2]:
@@ -761,7 +759,7 @@ def save_git(root: str, run: str, host: str, dry_run: bool) -> str:
     bad += [f"{c}" for c in changed]
     if bad:
         raise Unsafe(f"{len(bad)} files not verified in {where}: {names(bad)}")
-    return f"results safe: {files(len(entries))}, {human(total)}, {where}@{head[:12]} verified"
+    return f"results safe: {counted}, {where}@{head[:12]} verified"
 
 
 # -- main -----------------------------------------------------------------------------------
