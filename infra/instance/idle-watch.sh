@@ -327,7 +327,8 @@ warn_if_due() {
 save_with_heartbeat() {
     local pinger rc
     (
-        trap 'kill "$nap" 2>/dev/null; exit 0' TERM
+        nap=""
+        trap '[ -z "$nap" ] || kill "$nap" 2>/dev/null; exit 0' TERM
         while :; do
             sleep "$ping_every" >/dev/null 2>&1 &
             nap=$!
