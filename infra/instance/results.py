@@ -604,25 +604,10 @@ def save_s3(root: str, url: str, run: str, host: str, dry_run: bool) -> str:
     changed = changed_since(root, entries)
     if changed:
         raise Unsafe(f"changed while they were saved: {names(changed)}")
-    manifest = Entry(MANIFEST, os.path.join(root, MANIFEST), len(data), 0)
-    manifest.sha256, manifest.md5 = hashlib.sha256(data).digest(), hashlib.md5(data).digest()  # noqa: S324
-    store.request(
-        "PUT",
-        store.key(run, MANIFEST),
-        headers={
-            "content-md5": b64(manifest.md5),
-            "content-type": "application/json",
-            **(
-                {
-                    "x-amz-checksum-sha256": b64(manifest.sha256),
-                    "x-amz-sdk-checksum-algorithm": "SHA256",
-                }
-                if store.checksum
-                else {}
-            ),
-        },
-        body=data,
-    )
+    path = os.path.join(root, MANIFEST)
+    manifest = Entry(MANIFEST, path, len(data), os.stat(path).st_mtime_ns)
+    hash_file(manifest, part_size, None)
+    store.upload(store.key(run, MANIFEST), manifest)
     # verification: what the store holds now
     bad = []
     got = store.request("GET", store.key(run, MANIFEST), ok=(200, 404))
