@@ -123,8 +123,8 @@ def test_run_sh_reports_destroys_and_the_watcher_retires_it(world: World) -> Non
     assert world.kit.runpod.pod("pod-e2e") is None
     webhook = [title for event, title in world.alerts() if event == "webhook"]
     assert webhook == [
-        f"{HOST}: run.sh: job exited with status 3; nothing to push (PUSH_CMD unset); "
-        "destroying this instance"
+        f"{HOST}: run.sh: job exited with status 3; "
+        "nothing to save (RESULTS_URL and PUSH_CMD unset); destroying this instance"
     ]
 
     world.app.advance(minutes=10)

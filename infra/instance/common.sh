@@ -1,11 +1,13 @@
 # shellcheck shell=bash
 # common.sh — shared by run.sh and idle-watch.sh; sourced, never run.
 #
-# Who this instance is, how to tell a human (notify), how to tell the heartbeat (ping), and how
-# to destroy this instance with the instance's own key. Every function returns non-zero on
-# failure and never exits: the callers decide, and the watchdog must never die of an error.
-# No function prints a key or a URL that holds one (HEARTBEAT_URL and NOTIFY_URL carry the
-# ping key in their path).
+# Who this instance is, how to tell a human (notify), how to tell the heartbeat (ping), how
+# to make the results safe before the instance goes (kit_save_results: one code path for
+# run.sh and idle-watch), and how to destroy or stop this instance with the instance's own
+# key. Every function returns non-zero on failure and never exits: the callers decide, and
+# the watchdog must never die of an error. No function prints a key or a URL that holds one
+# (HEARTBEAT_URL and NOTIFY_URL carry the ping key in their path; the store's keys stay in
+# the environment, never on a command line).
 
 RUNPOD_API_URL=${RUNPOD_API_URL:-https://api.runpod.io/v2}
 VAST_API_URL=${VAST_API_URL:-https://console.vast.ai}
@@ -15,8 +17,15 @@ KIT_HTTP_TIMEOUT=${KIT_HTTP_TIMEOUT:-5}
 KIT_DESTROY_TIMEOUT=${KIT_DESTROY_TIMEOUT:-15}
 KIT_NAME=${KIT_NAME:-kit}
 KIT_HOST=""
-# Filled by kit_destroy_self: one line saying what happened (never a key).
+# Filled by kit_destroy_self / kit_release_self: one line saying what happened (never a key).
 KIT_DESTROY_MSG=""
+# Filled by kit_save_results: KIT_SAVE_STATE is safe, unsafe or none (nothing to save), and
+# KIT_SAVE_NOTE one line saying what was saved where, or why the results are not safe.
+KIT_SAVE_STATE=""
+KIT_SAVE_NOTE=""
+# The UTC time of this process's first save: with the host, the run's prefix in the store.
+KIT_RUN_TIME=""
+KIT_LIB_DIR=$(cd "$(dirname "${BASH_SOURCE[0]}")" 2>/dev/null && pwd) || KIT_LIB_DIR=.
 
 kit_log() {
     local TZ=UTC0
@@ -114,10 +123,12 @@ kit_ping() {
     return 1
 }
 
-# DELETE $1 with the key $2 in an Authorization header read from stdin, so the key never
-# appears in a process listing. Sets KIT_HTTP_CODE and KIT_HTTP_BODY (first 2 KB).
-kit_http_delete() {
-    local url=$1 key=$2 tmp
+# $1 (DELETE, POST or PUT) to $2 with the key $3 in an Authorization header read from stdin,
+# so the key never appears in a process listing; $4, when given, is a JSON body. Sets
+# KIT_HTTP_CODE and KIT_HTTP_BODY (first 2 KB).
+kit_http_send() {
+    local method=$1 url=$2 key=$3 body=${4:-} tmp
+    local -a data=()
     KIT_HTTP_CODE=000
     KIT_HTTP_BODY=""
     tmp=$(mktemp 2>/dev/null) || tmp=""
@@ -125,9 +136,10 @@ kit_http_delete() {
         kit_log "mktemp failed: cannot read the provider's answer"
         return 1
     fi
+    [ -z "$body" ] || data=(-H 'Content-Type: application/json' --data-binary "$body")
     KIT_HTTP_CODE=$(printf 'Authorization: Bearer %s\n' "$key" |
         curl -s -o "$tmp" -w '%{http_code}' --max-time "$KIT_DESTROY_TIMEOUT" \
-            -X DELETE -H @- "$url" 2>/dev/null) || true
+            -X "$method" -H @- "${data[@]}" "$url" 2>/dev/null) || true
     KIT_HTTP_CODE=${KIT_HTTP_CODE:-000}
     KIT_HTTP_BODY=$(head -c 2000 "$tmp" 2>/dev/null) || KIT_HTTP_BODY=""
     rm -f "$tmp"
@@ -148,37 +160,46 @@ kit_error_detail() {
     return 0
 }
 
-# What one DELETE answer means: destroyed, gone, refused (try the next key) or failed.
-# RunPod answers 404 for "not found or not visible to this key": while another key is left
-# it counts as refused; with the last key it counts as gone. Vast answers 404 for a bad key
-# too: only error "not_found" is gone.
-kit_delete_outcome() {
-    local provider=$1 code=$2 body=$3 more_keys=$4
-    case $provider:$code in
-    runpod:200 | runpod:204) echo destroyed ;;
-    runpod:401 | runpod:403) echo refused ;;
-    runpod:404) if [ "$more_keys" = 1 ]; then echo refused; else echo gone; fi ;;
-    vast:2??)
-        if [[ $body =~ \"success\"[[:space:]]*:[[:space:]]*true ]]; then echo destroyed; else echo failed; fi
+# What one answer to a destroy or stop means: ok, gone, refused (try the next key) or
+# failed. RunPod answers 404 for "not found or not visible to this key": while another key
+# is left it counts as refused; with the last key it counts as gone. Vast answers 404 for a
+# bad key too: only error "not_found" is gone. A RunPod destroy answers 204 (200 tolerated),
+# a stop 200 with the pod; Vast answers {"success": true} to both.
+kit_release_outcome() {
+    local action=$1 provider=$2 code=$3 body=$4 more_keys=$5
+    case $action:$provider:$code in
+    destroy:runpod:200 | destroy:runpod:204 | stop:runpod:200) echo ok ;;
+    *:runpod:401 | *:runpod:403) echo refused ;;
+    *:runpod:404) if [ "$more_keys" = 1 ]; then echo refused; else echo gone; fi ;;
+    *:vast:2??)
+        if [[ $body =~ \"success\"[[:space:]]*:[[:space:]]*true ]]; then echo ok; else echo failed; fi
         ;;
-    vast:401 | vast:403) echo refused ;;
-    vast:404)
+    *:vast:401 | *:vast:403) echo refused ;;
+    *:vast:404)
         if [[ $body =~ \"error\"[[:space:]]*:[[:space:]]*\"not_found\" ]]; then echo gone; else echo refused; fi
         ;;
     *) echo failed ;;
     esac
 }
 
-# Destroy this instance: RunPod DELETE $RUNPOD_API_URL/pods/$RUNPOD_POD_ID with the pod-scoped
-# RUNPOD_API_KEY, Vast DELETE $VAST_API_URL/api/v0/instances/$CONTAINER_ID/ with
-# CONTAINER_API_KEY; either falls back to REAPER_SELF_KEY when refused. Confirmed by the
-# answer itself (RunPod 204, Vast success true, a 404 "not found" = already gone).
-# DRY_RUN=1 only says what it would do. Returns 0 when destroyed or gone; KIT_DESTROY_MSG
-# says what happened and with which key (the variable's name, never its value).
+# Destroy ($1 = destroy, the default) or stop ($1 = stop) this instance.
+#   RunPod: destroy = DELETE $RUNPOD_API_URL/pods/$RUNPOD_POD_ID, stop = POST .../action
+#   {"action": "stop"}, with the pod-scoped RUNPOD_API_KEY;
+#   Vast: destroy = DELETE $VAST_API_URL/api/v0/instances/$CONTAINER_ID/, stop = PUT there
+#   {"state": "stopped"}, with CONTAINER_API_KEY;
+# either falls back to REAPER_SELF_KEY when refused. Confirmed by the answer itself (see
+# kit_release_outcome; a 404 "not found" = already gone). DRY_RUN=1 only says what it would
+# do. Returns 0 when done or gone; KIT_DESTROY_MSG says what happened and with which key (the
+# variable's name, never its value).
 # shellcheck disable=SC2034  # KIT_DESTROY_MSG is read by the scripts that source this file
-kit_destroy_self() {
-    local provider id url what var key outcome detail refusals="" tried=0 more i
+kit_release_self() {
+    local action=${1:-destroy} provider id url what var key outcome detail refusals="" tried=0
+    local more i method body="" past verb how
     local -a keyvars
+    case $action in
+    stop) past=stopped verb=stopping ;;
+    *) action=destroy past=destroyed verb=destroying ;;
+    esac
     if [ -n "${RUNPOD_POD_ID:-}" ]; then
         provider=runpod id=$RUNPOD_POD_ID what="RunPod pod $RUNPOD_POD_ID"
         url="${RUNPOD_API_URL%/}/pods/$id"
@@ -188,19 +209,25 @@ kit_destroy_self() {
         url="${VAST_API_URL%/}/api/v0/instances/$id/"
         keyvars=(CONTAINER_API_KEY REAPER_SELF_KEY)
     else
-        KIT_DESTROY_MSG="cannot tell which instance this is (neither RUNPOD_POD_ID nor CONTAINER_ID is set): not destroying"
+        KIT_DESTROY_MSG="cannot tell which instance this is (neither RUNPOD_POD_ID nor CONTAINER_ID is set): not ${verb}"
         return 1
     fi
     if [[ ! $id =~ ^[A-Za-z0-9_-]{1,64}$ ]]; then
-        KIT_DESTROY_MSG="the instance id '${id:0:64}' is not an id (letters, digits, - and _): not destroying"
+        KIT_DESTROY_MSG="the instance id '${id:0:64}' is not an id (letters, digits, - and _): not ${verb}"
         return 1
+    fi
+    method=DELETE how=DELETE
+    if [ "$action" = stop ] && [ "$provider" = runpod ]; then
+        method=POST url="$url/action" body='{"action": "stop"}' how='POST .../action stop'
+    elif [ "$action" = stop ]; then
+        method=PUT body='{"state": "stopped"}' how='PUT state stopped'
     fi
     for ((i = 0; i < ${#keyvars[@]}; i++)); do
         var=${keyvars[i]}
         key=${!var:-}
         [ -n "$key" ] || continue
         if [ "${DRY_RUN:-0}" = 1 ]; then
-            KIT_DESTROY_MSG="dry run: would destroy $what (DELETE with $var)"
+            KIT_DESTROY_MSG="dry run: would $action $what ($how with $var)"
             return 0
         fi
         more=0
@@ -208,12 +235,12 @@ kit_destroy_self() {
             more=1
         fi
         tried=1
-        kit_http_delete "$url" "$key"
-        outcome=$(kit_delete_outcome "$provider" "$KIT_HTTP_CODE" "$KIT_HTTP_BODY" "$more")
+        kit_http_send "$method" "$url" "$key" "$body"
+        outcome=$(kit_release_outcome "$action" "$provider" "$KIT_HTTP_CODE" "$KIT_HTTP_BODY" "$more")
         detail=$(kit_error_detail "$KIT_HTTP_BODY")
         case $outcome in
-        destroyed)
-            KIT_DESTROY_MSG="destroyed $what (HTTP $KIT_HTTP_CODE, with $var)"
+        ok)
+            KIT_DESTROY_MSG="$past $what (HTTP $KIT_HTTP_CODE, with $var)"
             return 0
             ;;
         gone)
@@ -225,17 +252,21 @@ kit_destroy_self() {
             kit_log "$var refused (HTTP $KIT_HTTP_CODE)"
             ;;
         *)
-            KIT_DESTROY_MSG="destroying $what failed (HTTP $KIT_HTTP_CODE${detail:+: $detail}, with $var)"
+            KIT_DESTROY_MSG="$verb $what failed (HTTP $KIT_HTTP_CODE${detail:+: $detail}, with $var)"
             return 1
             ;;
         esac
     done
     if [ "$tried" = 0 ]; then
-        KIT_DESTROY_MSG="no key to destroy $what: set ${keyvars[0]} or REAPER_SELF_KEY"
+        KIT_DESTROY_MSG="no key to $action $what: set ${keyvars[0]} or REAPER_SELF_KEY"
     else
-        KIT_DESTROY_MSG="destroying $what failed: $refusals"
+        KIT_DESTROY_MSG="$verb $what failed: $refusals"
     fi
     return 1
+}
+
+kit_destroy_self() {
+    kit_release_self destroy
 }
 
 # Whole minutes or percent from the environment: a malformed value falls back to the
@@ -250,4 +281,136 @@ kit_int_setting() {
     kit_log "$name='${value:0:40}' is not a whole number from $min to $max; using $default"
     printf '%s\n' "$default"
     return 1
+}
+
+# Seconds (up to 3 decimals, so that tests can use 0.1) from the environment, printed in
+# milliseconds; at least $3 ms. A malformed value falls back to the default and says so.
+kit_ms_setting() {
+    local name=$1 default=$2 min=${3:-1} value ms frac
+    value=${!name:-$default}
+    if [[ $value =~ ^([0-9]{1,6})(\.([0-9]{1,3}))?$ ]]; then
+        frac=${BASH_REMATCH[3]}000
+        ms=$((10#${BASH_REMATCH[1]} * 1000 + 10#${frac:0:3}))
+        if ((ms >= min)); then
+            printf '%s\n' "$ms"
+            return 0
+        fi
+    fi
+    kit_log "$name='${value:0:40}' is not a number of seconds$( ((min > 0)) && echo ' above 0'); using $default"
+    printf '%s\n' "$((default * 1000))"
+    return 1
+}
+
+# Milliseconds as the seconds that sleep takes ("1.500").
+kit_ms_seconds() {
+    printf '%d.%03d\n' "$(($1 / 1000))" "$(($1 % 1000))"
+}
+
+# Now, in milliseconds since the epoch.
+kit_now_ms() {
+    local t=${EPOCHREALTIME:-}
+    [ -n "$t" ] || t=$(date +%s.%N)
+    kit_epoch_ms "$t"
+}
+
+# "1701416400.123456789" (or "1701416400") as milliseconds.
+kit_epoch_ms() {
+    local t=${1/,/.} int frac
+    int=${t%%.*}
+    frac=000
+    [[ $t == *.* ]] && frac=${t#*.}000
+    [[ $int =~ ^[0-9]+$ ]] || int=0
+    frac=${frac:0:3}
+    [[ $frac =~ ^[0-9]{3}$ ]] || frac=000
+    printf '%s\n' "$((10#$int * 1000 + 10#$frac))"
+}
+
+# Whether a file under RESULTS_DIR was written within STABLE_FOR (a checkpoint being saved
+# is work): prints writing, still, none (no such directory) or ? (unreadable = writing).
+# .git directories and the kit's own manifest do not count.
+kit_results_activity() {
+    local dir=${RESULTS_DIR:-} stable_ms cutoff found rc
+    [ -n "$dir" ] || return 0
+    if [ ! -d "$dir" ]; then
+        echo none
+        return 0
+    fi
+    stable_ms=$(kit_ms_setting STABLE_FOR 60 0 2>/dev/null)
+    cutoff=$(kit_ms_seconds $(($(kit_now_ms) - stable_ms)))
+    found=$(find "$dir" -name .git -prune -o -type f ! -name MANIFEST.json \
+        ! -name .MANIFEST.json.partial -newermt "@$cutoff" -print -quit 2>/dev/null)
+    rc=$?
+    if [ -n "$found" ]; then
+        echo writing
+    elif [ "$rc" != 0 ]; then
+        echo '?'
+    else
+        echo still
+    fi
+    return 0
+}
+
+# Make the results safe before this instance goes, for run.sh's exit path and idle-watch's
+# destroy alike: first PUSH_CMD when set (a command line run with bash -c; RUN_STATUS = $1,
+# the job's exit status, empty for idle-watch), then RESULTS_DIR to RESULTS_URL (s3://... or
+# git) through results.py: manifest, upload, and a verified read-back. Each step is cut off
+# after PUSH_TIMEOUT seconds. DRY_RUN=1 only says what it would do. Sets KIT_SAVE_STATE
+# (safe, unsafe, none) and KIT_SAVE_NOTE; returns 0 unless the results are not safe.
+# shellcheck disable=SC2034  # KIT_SAVE_NOTE is read by the scripts that source this file
+kit_save_results() {
+    local status=${1:-} timeout_s rc notes="" line py dry=()
+    KIT_SAVE_STATE=none
+    KIT_SAVE_NOTE=""
+    timeout_s=$(kit_int_setting PUSH_TIMEOUT 1800 1 86400)
+    [ "${DRY_RUN:-0}" = 1 ] && dry=(--dry-run)
+    if [ -n "${PUSH_CMD:-}" ]; then
+        KIT_SAVE_STATE=safe
+        if [ "${DRY_RUN:-0}" = 1 ]; then
+            kit_log "dry run: would run PUSH_CMD (at most ${timeout_s}s)"
+            notes="dry run: would run PUSH_CMD"
+        else
+            kit_log "pushing results (PUSH_CMD, at most ${timeout_s}s)"
+            RUN_STATUS=$status kit_timeout "$timeout_s" bash -c "$PUSH_CMD" </dev/null >&2
+            rc=$?
+            if [ "$rc" != 0 ]; then
+                KIT_SAVE_STATE=unsafe
+                if [ "$rc" = 124 ]; then
+                    KIT_SAVE_NOTE="push FAILED (timed out after ${timeout_s}s)"
+                else
+                    KIT_SAVE_NOTE="push FAILED (PUSH_CMD exited $rc)"
+                fi
+                return 1
+            fi
+            notes="results pushed"
+        fi
+    fi
+    if [ -z "${RESULTS_URL:-}" ] && [ -z "${RESULTS_DIR:-}" ]; then
+        KIT_SAVE_NOTE=${notes:-nothing to save (RESULTS_URL and PUSH_CMD unset)}
+        return 0
+    fi
+    KIT_SAVE_STATE=unsafe
+    if [ -z "${RESULTS_URL:-}" ] || [ -z "${RESULTS_DIR:-}" ]; then
+        KIT_SAVE_NOTE="results NOT safe: RESULTS_DIR and RESULTS_URL go together (one of them is unset)"
+        return 1
+    fi
+    if ! py=$(command -v python3 2>/dev/null); then
+        KIT_SAVE_NOTE="results NOT safe: python3 is not on this instance (results.py needs it)"
+        return 1
+    fi
+    if [ -z "$KIT_RUN_TIME" ]; then
+        KIT_RUN_TIME=$(TZ=UTC0 printf '%(%Y%m%dT%H%M%SZ)T' -1)
+    fi
+    line=$(kit_timeout "$timeout_s" "$py" "$KIT_LIB_DIR/results.py" save "$RESULTS_DIR" \
+        "$RESULTS_URL" "$(kit_host)/$KIT_RUN_TIME" "${dry[@]}" </dev/null)
+    rc=$?
+    line=${line##*$'\n'}
+    if [ "$rc" = 0 ]; then
+        KIT_SAVE_STATE=safe
+    elif [ "$rc" = 124 ] || [ "$rc" = 137 ]; then
+        line="results NOT safe: the save was cut off after ${timeout_s}s (PUSH_TIMEOUT)"
+    elif [[ $line != "results NOT safe"* ]]; then
+        line="results NOT safe: results.py failed (exit $rc)"
+    fi
+    KIT_SAVE_NOTE="${notes:+$notes; }$line"
+    [ "$KIT_SAVE_STATE" = safe ]
 }

@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # shellcheck source-path=SCRIPTDIR
-# idle-watch.sh — layer 2: destroy this instance after IDLE_LIMIT idle minutes.
+# idle-watch.sh — layer 2: save the results, then destroy (or stop) this instance after
+# IDLE_LIMIT idle minutes.
 #
 #   nohup bash idle-watch.sh >>/workspace/idle-watch.log 2>&1 &
 #
@@ -15,14 +16,20 @@
 #   - where a Jupyter server runs: no kernel busy or active in the last 30 minutes
 #     (GET /api/kernels on this machine; no answer = busy). The server is found at
 #     JUPYTER_URL, else from its runtime files (jpserver-*.json), else JUPYTER_SERVER_URL,
-#     else http://127.0.0.1:$JUPYTER_PORT (8888); JUPYTER_TOKEN is sent when set.
+#     else http://127.0.0.1:$JUPYTER_PORT (8888); JUPYTER_TOKEN is sent when set;
+#   - where RESULTS_DIR is set: no file under it written in the last STABLE_FOR seconds (60;
+#     a checkpoint being saved is work; unreadable = busy).
 # KEEP_FILE (/workspace/.keep) younger than 60 minutes holds it off; an older one is
 # ignored (said once). Any activity resets the idle count. Idle time is counted as idle
 # checks x CHECK_EVERY, not by the wall clock: a suspended or starved watcher never
-# destroys early. A notify goes out 5 minutes before IDLE_LIMIT; at the limit it destroys
-# this instance (DRY_RUN=1: says so and counts again), retrying at every check until it
-# works, then exits. Each check pings HEARTBEAT_URL/<host> with its status line as the body.
-# Nothing but a successful destroy (or IDLE_WATCH_MAX_LOOPS) ends it: no error does.
+# destroys early. A notify goes out 5 minutes before IDLE_LIMIT. At the limit it first makes
+# the results safe exactly as run.sh does (kit_save_results: PUSH_CMD, RESULTS_DIR to
+# RESULTS_URL, verified), pinging the heartbeat while it saves; results that are not safe
+# keep the instance (a notify and /fail say why; tried again at every check). Then it
+# destroys this instance, or stops it with IDLE_ACTION=stop (DRY_RUN=1: says so and counts
+# again), retrying at every check until it works, then exits. Each check pings
+# HEARTBEAT_URL/<host> with its status line as the body. Nothing but a successful destroy or
+# stop (or IDLE_WATCH_MAX_LOOPS) ends it: no error does.
 #
 # Test hooks: IDLE_WATCH_MAX_LOOPS ends after that many checks; IDLE_WATCH_SLEEP replaces
 # the real sleep between checks (CHECK_EVERY still sets how much time a check counts for).
@@ -42,17 +49,7 @@ readonly JUPYTER_PATTERN='jupyter-(lab|notebook|server)( |$)|-m (jupyterlab|note
 
 # CHECK_EVERY in milliseconds: seconds with up to 3 decimals, so that tests can use 0.1.
 check_every_ms() {
-    local v=${CHECK_EVERY:-60}
-    if [[ $v =~ ^([0-9]{1,6})(\.([0-9]{1,3}))?$ ]]; then
-        local frac=${BASH_REMATCH[3]}000
-        local ms=$((10#${BASH_REMATCH[1]} * 1000 + 10#${frac:0:3}))
-        if ((ms > 0)); then
-            printf '%s\n' "$ms"
-            return 0
-        fi
-    fi
-    kit_log "CHECK_EVERY='${v:0:40}' is not a number of seconds above 0; using 60"
-    printf '60000\n'
+    kit_ms_setting CHECK_EVERY 60 1
 }
 
 # "pid command line" of every process whose command line matches $1 (pgrep, else /proc).
@@ -262,6 +259,16 @@ read_keep() {
     return 0
 }
 
+# Sets RES_TEXT (empty without RESULTS_DIR; writing, still, none or ?) and RES_BUSY.
+read_results() {
+    RES_TEXT=$(kit_results_activity)
+    RES_BUSY=0
+    case $RES_TEXT in
+    writing | '?') RES_BUSY=1 ;;
+    esac
+    return 0
+}
+
 # The instance as one sentence, and the decision.
 check_once() {
     read_gpu
@@ -269,6 +276,7 @@ check_once() {
     read_ssh
     read_jupyter
     read_keep
+    read_results
 
     if [ "$KEEP_TEXT" = expired ]; then
         if [ "$keep_expired_said" = 0 ]; then
@@ -281,7 +289,7 @@ check_once() {
 
     if [ "$KEEP_TEXT" = held ]; then
         state=keep
-    elif ((GPU_BUSY || PY_BUSY || SSH_BUSY || JUP_BUSY)); then
+    elif ((GPU_BUSY || PY_BUSY || SSH_BUSY || JUP_BUSY || RES_BUSY)); then
         state=busy
     else
         state=idle
@@ -292,12 +300,15 @@ check_once() {
         idle_ms=0
         warned=0
         destroy_failures=0
+        save_failures=0
     fi
     if [ "$state" = idle ] && ((idle_ms >= limit_ms)); then
-        state=destroying
+        state=$ACTION_ING
     fi
     status_line="$state $((idle_ms / 60000))/$IDLE_LIMIT min gpu=$GPU_TEXT py=$PY_TEXT ssh=$SSH_TEXT jupyter=$JUP_TEXT"
+    [ -n "$RES_TEXT" ] && status_line="$status_line results=$RES_TEXT"
     [ "$KEEP_TEXT" = held ] && status_line="$status_line keep=held"
+    ((save_failures > 0)) && status_line="$status_line save_failures=$save_failures"
     ((destroy_failures > 0)) && status_line="$status_line destroy_failures=$destroy_failures"
     return 0
 }
@@ -308,22 +319,57 @@ warn_if_due() {
     ((idle_ms >= limit_ms - WARN_MINUTES * 60000)) || return 0
     warned=1
     left=$(((limit_ms - idle_ms + 59999) / 60000))
-    kit_notify "idle-watch: idle for $((idle_ms / 60000)) min; destroying this instance in $left min. To keep it: touch $KEEP_FILE (holds $KEEP_MINUTES min), or use it"
+    kit_notify "idle-watch: idle for $((idle_ms / 60000)) min; $ACTION_ING this instance in $left min. To keep it: touch $KEEP_FILE (holds $KEEP_MINUTES min), or use it"
 }
 
-destroy_now() {
+# kit_save_results with a heartbeat every check period meanwhile: a long upload must not
+# look like a dead watchdog.
+save_with_heartbeat() {
+    local pinger rc
+    (
+        nap=""
+        trap '[ -z "$nap" ] || kill "$nap" 2>/dev/null; exit 0' TERM
+        while :; do
+            sleep "$ping_every" >/dev/null 2>&1 &
+            nap=$!
+            wait "$nap"
+            kit_ping "" "saving results; $status_line"
+        done
+    ) &
+    pinger=$!
+    kit_save_results ""
+    rc=$?
+    kill "$pinger" 2>/dev/null
+    wait "$pinger" 2>/dev/null
+    return "$rc"
+}
+
+# At the limit: the results first, then the destroy (or the stop).
+release_now() {
+    local idle="idle-watch: idle for $((idle_ms / 60000)) min (limit $IDLE_LIMIT)"
+    if ! save_with_heartbeat; then
+        save_failures=$((save_failures + 1))
+        kit_log "$KIT_SAVE_NOTE (attempt $save_failures; trying again at the next check)"
+        if ((save_failures == 1 || save_failures % RENOTIFY_EVERY == 0)); then
+            kit_notify "$idle: $KIT_SAVE_NOTE; KEEPING this instance (attempt $save_failures; the save is tried again at every check)"
+            kit_ping fail "idle-watch: results not safe, instance kept: $KIT_SAVE_NOTE"
+        fi
+        return 0
+    fi
+    local saved=""
+    [ "$KIT_SAVE_STATE" = none ] || saved="$KIT_SAVE_NOTE; "
     if ((destroy_failures == 0)); then
-        kit_notify "idle-watch: idle for $((idle_ms / 60000)) min (limit $IDLE_LIMIT): destroying this instance"
+        kit_notify "$idle: $saved$ACTION_ING this instance"
     fi
     if [ "${DRY_RUN:-0}" = 1 ]; then
-        kit_destroy_self
+        kit_release_self "$IDLE_ACTION"
         kit_log "$KIT_DESTROY_MSG; counting again"
         idle_ms=0
         warned=0
         return 0
     fi
     kit_ping bye "$status_line"
-    if kit_destroy_self; then
+    if kit_release_self "$IDLE_ACTION"; then
         kit_log "$KIT_DESTROY_MSG"
         exit 0
     fi
@@ -349,10 +395,22 @@ main() {
     IDLE_LIMIT=$(kit_int_setting IDLE_LIMIT 20 1 100000)
     UTIL_THRESHOLD=$(kit_int_setting UTIL_THRESHOLD 5 0 101)
     KEEP_FILE=${KEEP_FILE:-/workspace/.keep}
+    IDLE_ACTION=${IDLE_ACTION:-destroy}
+    case $IDLE_ACTION in
+    destroy) ACTION_ING=destroying ;;
+    stop) ACTION_ING=stopping ;;
+    *)
+        kit_log "IDLE_ACTION='${IDLE_ACTION:0:40}' is neither destroy nor stop; using destroy"
+        IDLE_ACTION=destroy ACTION_ING=destroying
+        ;;
+    esac
     step_ms=$(check_every_ms)
     limit_ms=$((IDLE_LIMIT * 60000))
     sleep_for=${IDLE_WATCH_SLEEP:-${CHECK_EVERY:-60}}
     [[ $sleep_for =~ ^[0-9]{1,6}(\.[0-9]{1,3})?$ ]] || sleep_for=$((step_ms / 1000))
+    # while a save runs, the heartbeat still gets a ping per check period (at least 1 s)
+    ping_every=$sleep_for
+    [[ $ping_every =~ ^0*(\.0*)?$ ]] && ping_every=1
     max_loops=${IDLE_WATCH_MAX_LOOPS:-0}
     [[ $max_loops =~ ^[0-9]{1,9}$ ]] || max_loops=0
 
@@ -362,9 +420,9 @@ main() {
     trap '[ -z "$sleep_pid" ] || kill "$sleep_pid" 2>/dev/null' EXIT
     trap 'kit_log "stopped by SIGTERM"; exit 143' TERM
     trap 'kit_log "stopped by SIGINT"; exit 130' INT
-    kit_log "watching $(kit_host): destroy after $IDLE_LIMIT idle min (GPU under $UTIL_THRESHOLD%, no python, no SSH input for $SSH_ACTIVE_MINUTES min, no busy Jupyter kernel); a check every $((step_ms / 1000)).$(printf '%03d' $((step_ms % 1000)))s; $KEEP_FILE holds $KEEP_MINUTES min${DRY_RUN:+; DRY_RUN=$DRY_RUN}"
+    kit_log "watching $(kit_host): $IDLE_ACTION after $IDLE_LIMIT idle min (GPU under $UTIL_THRESHOLD%, no python, no SSH input for $SSH_ACTIVE_MINUTES min, no busy Jupyter kernel${RESULTS_DIR:+, nothing written in $RESULTS_DIR}); a check every $((step_ms / 1000)).$(printf '%03d' $((step_ms % 1000)))s; $KEEP_FILE holds $KEEP_MINUTES min${DRY_RUN:+; DRY_RUN=$DRY_RUN}"
 
-    idle_ms=0 warned=0 destroy_failures=0 keep_expired_said=0 loop=0
+    idle_ms=0 warned=0 destroy_failures=0 save_failures=0 keep_expired_said=0 loop=0
     state="" status_line=""
     while :; do
         loop=$((loop + 1))
@@ -373,7 +431,7 @@ main() {
         kit_log "$status_line"
         kit_ping "" "$status_line"
         warn_if_due
-        [ "$state" = destroying ] && destroy_now
+        [ "$state" = "$ACTION_ING" ] && release_now
         if ((max_loops > 0 && loop >= max_loops)); then
             kit_log "stopping after $loop checks (IDLE_WATCH_MAX_LOOPS)"
             exit 0

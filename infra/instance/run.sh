@@ -6,15 +6,23 @@
 #
 # Whatever ends the job (success, error, Ctrl-C, SIGTERM, SIGHUP), the exit path runs, in
 # this order:
-#   1. push results: PUSH_CMD (a shell command line, run with bash -c; RUN_STATUS holds the
-#      job's exit status; limited to PUSH_TIMEOUT seconds, default 1800). Unset = nothing to
-#      push. A push that fails keeps the instance: no destroy, KEEP_FILE is touched so that
-#      idle-watch holds off for its 60 minutes too, and notify + /fail say so.
-#   2. notify NOTIFY_URL with the exit status and what happens next;
-#   3. ping HEARTBEAT_URL/<host>/<exit status>;
-#   4. destroy this instance (after /bye), unless KEEP_ALIVE=1. DRY_RUN=1 only says what it
-#      would destroy. A failed destroy sends /fail and a notify: idle-watch, the heartbeat
-#      watcher and the reaper take over from there.
+#   1. WAIT_FOR (when set): the job's output counts as finished only when every file it
+#      names (a whitespace- or colon-separated list; each may be a glob) exists, its size is
+#      the same at two polls CHECK_EVERY seconds apart and its mtime is at least STABLE_FOR
+#      seconds old (60) — never a line in a log. Not finished within WAIT_TIMEOUT seconds
+#      (3600): a notify says what is missing or still changing and run.sh leaves the save
+#      and the destroy to idle-watch's rules.
+#   2. save the results (kit_save_results, the same code idle-watch runs before its
+#      destroy): PUSH_CMD when set (RUN_STATUS holds the job's exit status), then RESULTS_DIR
+#      to RESULTS_URL with a manifest, verified by reading back what the store holds. Each
+#      step is limited to PUSH_TIMEOUT seconds (1800). Results that are not safe keep the
+#      instance: no destroy, KEEP_FILE is touched so that idle-watch holds off for its 60
+#      minutes too, and notify + /fail say which files and why.
+#   3. notify NOTIFY_URL with the exit status, what was saved where, and what happens next;
+#   4. ping HEARTBEAT_URL/<host>/<exit status>;
+#   5. destroy this instance (after /bye), unless KEEP_ALIVE=1. DRY_RUN=1 only says what it
+#      would save and destroy. A failed destroy sends /fail and a notify: idle-watch, the
+#      heartbeat watcher and the reaper take over from there.
 # run.sh exits with the job's status (128 + signal number when a signal stopped it). On a
 # signal the job gets SIGTERM, then SIGKILL after JOB_STOP_GRACE seconds (default 10). No
 # command at all is an error (status 2) and takes the same exit path.
@@ -23,34 +31,41 @@ set -u
 KIT_NAME=run.sh
 KIT_CHILD=""
 KEEP_FILE=${KEEP_FILE:-/workspace/.keep}
-PUSH_TIMEOUT=${PUSH_TIMEOUT:-1800}
+WAIT_NOTE=""
 
 # The exit path. Its first statement takes the exit status, before anything can change it.
 kit_exit_path() {
-    local status=$? pushed=1 push_note="" next
+    local status=$? saved=1 next ended
     trap '' INT TERM HUP
     if ! declare -F kit_destroy_self >/dev/null; then
         echo "run.sh: common.sh did not load: cannot push, notify or destroy; idle-watch and the reaper take over" >&2
         exit "$status"
     fi
+    ended="run.sh: job exited with status $status$(kit_signal_note "$status")"
     kit_log "job ended with status $status$(kit_signal_note "$status")"
 
-    push_note=$(kit_push_results "$status") || pushed=0
-    if [ "$pushed" = 0 ]; then
-        next="KEEPING this instance: $push_note. Results are only on this instance; idle-watch holds it for 60 min ($KEEP_FILE touched)"
+    if [ -n "${WAIT_FOR:-}" ] && ! kit_wait_for_outputs; then
+        kit_notify "$ended; $WAIT_NOTE. Not saving or destroying: idle-watch saves the results and destroys by its own rules"
+        kit_ping "$status" "run.sh: job exited with status $status; WAIT_FOR not complete"
+        exit "$status"
+    fi
+
+    kit_save_results "$status" || saved=0
+    if [ "$saved" = 0 ]; then
+        next="KEEPING this instance: $KIT_SAVE_NOTE. Results are only on this instance; idle-watch holds it for 60 min ($KEEP_FILE touched)"
         touch "$KEEP_FILE" 2>/dev/null || kit_log "cannot touch $KEEP_FILE"
     elif [ "${KEEP_ALIVE:-0}" = 1 ]; then
-        next="$push_note; KEEP_ALIVE=1: keeping this instance"
+        next="$KIT_SAVE_NOTE; KEEP_ALIVE=1: keeping this instance"
     elif [ "${DRY_RUN:-0}" = 1 ]; then
-        next="$push_note; DRY_RUN=1: not destroying this instance"
+        next="$KIT_SAVE_NOTE; DRY_RUN=1: not destroying this instance"
     else
-        next="$push_note; destroying this instance"
+        next="$KIT_SAVE_NOTE; destroying this instance"
     fi
-    kit_notify "run.sh: job exited with status $status$(kit_signal_note "$status"); $next"
+    kit_notify "$ended; $next"
     kit_ping "$status" "run.sh: job exited with status $status"
 
-    if [ "$pushed" = 0 ]; then
-        kit_ping fail "run.sh: push failed; instance kept"
+    if [ "$saved" = 0 ]; then
+        kit_ping fail "run.sh: results not safe, instance kept: $KIT_SAVE_NOTE"
     elif [ "${KEEP_ALIVE:-0}" != 1 ]; then
         kit_destroy_and_report
     fi
@@ -65,26 +80,84 @@ kit_signal_note() {
     esac
 }
 
-# Runs PUSH_CMD; prints one line saying how it went; non-zero when the results are not safe.
-kit_push_results() {
-    local status=$1 rc
-    if [ -z "${PUSH_CMD:-}" ]; then
-        echo "nothing to push (PUSH_CMD unset)"
-        return 0
-    fi
-    kit_log "pushing results (PUSH_CMD, at most ${PUSH_TIMEOUT}s)"
-    RUN_STATUS=$status kit_timeout "$PUSH_TIMEOUT" bash -c "$PUSH_CMD" </dev/null >&2
-    rc=$?
-    if [ "$rc" = 0 ]; then
-        echo "results pushed"
-        return 0
-    fi
-    if [ "$rc" = 124 ]; then
-        echo "push FAILED (timed out after ${PUSH_TIMEOUT}s)"
-    else
-        echo "push FAILED (PUSH_CMD exited $rc)"
-    fi
-    return 1
+# WAIT_FOR: waits until every file it names is complete (exists, the same size at two polls
+# CHECK_EVERY apart, mtime at least STABLE_FOR old), at most WAIT_TIMEOUT. Sets WAIT_NOTE;
+# returns 1 on the timeout.
+kit_wait_for_outputs() {
+    local every_ms stable_ms timeout_ms started now line size mtime pattern f old_glob
+    local -a patterns files pending
+    local -A before=() seen=()
+    every_ms=$(kit_ms_setting CHECK_EVERY 60 1)
+    stable_ms=$(kit_ms_setting STABLE_FOR 60 0)
+    timeout_ms=$(kit_ms_setting WAIT_TIMEOUT 3600 1)
+    IFS=$' \t\n:' read -r -d '' -a files <<<"$WAIT_FOR"
+    patterns=()
+    for f in "${files[@]}"; do
+        [ -z "$f" ] || patterns+=("$f")
+    done
+    started=$(kit_now_ms)
+    kit_log "waiting for WAIT_FOR (${#patterns[@]} names; stable for $((stable_ms / 1000))s, at most $((timeout_ms / 1000))s)"
+    while :; do
+        now=$(kit_now_ms)
+        pending=()
+        seen=()
+        for pattern in "${patterns[@]}"; do
+            files=("$pattern")
+            if [[ $pattern == *[*?[]* ]]; then
+                old_glob=$(shopt -p nullglob)
+                shopt -s nullglob
+                # shellcheck disable=SC2206  # the glob is meant to expand here
+                files=($pattern)
+                eval "$old_glob"
+                if ((${#files[@]} == 0)); then
+                    pending+=("$pattern (nothing matches)")
+                    continue
+                fi
+            fi
+            for f in "${files[@]}"; do
+                line=$(find "$f" -maxdepth 0 -type f -printf '%s %T@' 2>/dev/null)
+                if [ -z "$line" ]; then
+                    pending+=("$f (missing)")
+                    continue
+                fi
+                size=${line%% *}
+                mtime=$(kit_epoch_ms "${line#* }")
+                seen[$f]=$size
+                if [ "${before[$f]:-}" != "$size" ]; then
+                    pending+=("$f (${size} bytes, still changing)")
+                elif ((now - mtime < stable_ms)); then
+                    pending+=("$f (written $(((now - mtime) / 1000))s ago)")
+                fi
+            done
+        done
+        if ((${#pending[@]} == 0)); then
+            WAIT_NOTE="WAIT_FOR complete (${#seen[@]} files)"
+            kit_log "$WAIT_NOTE"
+            return 0
+        fi
+        if ((now - started >= timeout_ms)); then
+            WAIT_NOTE="WAIT_FOR not complete after $((timeout_ms / 1000))s (WAIT_TIMEOUT): $(kit_join 5 "${pending[@]}")"
+            return 1
+        fi
+        before=()
+        for f in "${!seen[@]}"; do
+            before[$f]=${seen[$f]}
+        done
+        kit_log "waiting for WAIT_FOR: $(kit_join 3 "${pending[@]}")"
+        sleep "$(kit_ms_seconds "$every_ms")"
+    done
+}
+
+# The first $1 of the other arguments, comma-separated, and how many more there are.
+kit_join() {
+    local limit=$1 out="" i=0 item
+    shift
+    for item in "$@"; do
+        ((i < limit)) && out="$out${out:+, }$item"
+        i=$((i + 1))
+    done
+    ((i > limit)) && out="$out and $((i - limit)) more"
+    printf '%s\n' "$out"
 }
 
 kit_destroy_and_report() {
@@ -130,8 +203,6 @@ trap 'kit_on_signal TERM 143' TERM
 KIT_DIR=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd) || exit 1
 # shellcheck source=common.sh
 . "$KIT_DIR/common.sh" || exit 1
-
-PUSH_TIMEOUT=$(kit_int_setting PUSH_TIMEOUT 1800 1 86400)
 
 if [ "$#" -eq 0 ]; then
     kit_log "usage: run.sh <command> [args...]"

@@ -62,6 +62,7 @@ class Kit:
             http.forward("/runpod", runpod.url)
             http.forward("/vast", vast.url)
             kit = cls(tmp, http, runpod, vast, bin_dir, fakes, env={})
+            http.on("POST", r"/runpod/v2/pods/([^/]+)/action", kit._pod_action)
             kit.env = {
                 "PATH": f"{bin_dir}:{os.environ['PATH']}",
                 "HOME": str(tmp),
@@ -200,6 +201,20 @@ class Kit:
     def deleted_pods(self) -> list[tuple[str, str | None, int]]:
         """(path, account of the key used, status) of every DELETE RunPod received."""
         return [(r.path, r.account, r.status) for r in self.runpod.mutations]
+
+    def _pod_action(self, request: Request, match: re.Match[str]) -> Response:
+        """RunPod's `POST /v2/pods/{id}/action` (the emulator has no such route): a stop
+        moves the pod to EXITED and answers the pod, as the spec describes."""
+        account = {POD_KEY: "pod", SELF_KEY: "self"}.get(request.bearer or "")
+        if account is None:
+            return _problem(401, "invalid bearer token")
+        pod_id = match[1]
+        if pod_id not in self.runpod.entry_ids(account) or self.runpod.pod(pod_id) is None:
+            return _problem(404, "pod not found or not accessible")
+        if json.loads(request.body or "{}") != {"action": "stop"}:
+            return _problem(400, "unsupported action")
+        self.runpod.set_status(pod_id, "EXITED")
+        return Response(200, json.dumps(self.runpod.pod(pod_id)), "application/json")
 
     def failing(self, method: str, path_regex: str, status: int = 503) -> None:
         """The heartbeat or the alert webhook answering `status`."""

@@ -125,7 +125,7 @@ def _handler(recorder: Recorder) -> type[BaseHTTPRequestHandler]:
             if self.command != "HEAD":
                 self.wfile.write(payload)
 
-        do_GET = do_POST = do_DELETE = do_HEAD = _serve
+        do_GET = do_POST = do_PUT = do_DELETE = do_HEAD = _serve
 
         def log_message(self, format: str, *args: object) -> None:
             return
