@@ -77,8 +77,11 @@ class Finding(BaseModel):
     level: AlertLevel = "warning"
     alert_after: timedelta = timedelta(0)
     console_url: str | None = None
-    # For `stuck`: the provider's raw status; for `max_runtime`: the run's start.
+    # For `stuck`: the provider's raw status, its stuck condition and state; for
+    # `max_runtime`: the run's start.
     raw_status: str = ""
+    stalled: str | None = None
+    state: str = ""
     started_at: datetime | None = None
 
     @property
@@ -132,6 +135,8 @@ def _finding(kind: LeakKind, inst: Instance, detail: str, **extra: Any) -> Findi
         cost_per_hour=inst.cost_per_hour,
         console_url=inst.console_url,
         raw_status=inst.raw_status,
+        stalled=inst.stalled,
+        state=inst.state,
         **extra,
     )
 
@@ -150,19 +155,27 @@ def frozen_instances(fleet: Iterable[Instance]) -> list[Finding]:
     ]
 
 
-def stuck_instances(fleet: Iterable[Instance], ttl: timedelta) -> list[Finding]:
-    """Unknown or ERROR (RunPod ERROR reads as unknown): never reaped by the safety rules, so
-    after the stopped TTL somebody must look. Frozen has its own finding."""
-    return [
-        _finding(
-            "stuck",
-            i,
-            f"status {i.raw_status or 'unreadable'}, {_bills(i.cost_per_hour)}",
-            alert_after=ttl,
-        )
-        for i in fleet
-        if i.state == "unknown" and not _is_frozen(i)
-    ]
+def stuck_instances(
+    fleet: Iterable[Instance], ttl: timedelta, stuck_after: timedelta | None
+) -> list[Finding]:
+    """Two kinds of stuck. A state the provider names as one that bills and may never end by
+    itself (`Instance.stalled`: a start that never finishes, a RUNNING pod whose container
+    never came up, Vast `scheduling` or `error`, an abandoned start): alerted once it lasts
+    REAPER_STUCK_AFTER. A state the reaper cannot read at all (unknown): never reaped by the
+    safety rules, so after the stopped TTL somebody must look. Frozen has its own finding."""
+    findings = []
+    for inst in fleet:
+        if _is_frozen(inst):
+            continue
+        if inst.stalled is not None:
+            if stuck_after is None:
+                continue
+            detail = f"{inst.stalled}, {_bills(inst.cost_per_hour)}"
+            findings.append(_finding("stuck", inst, detail, alert_after=stuck_after))
+        elif inst.state == "unknown":
+            detail = f"status {inst.raw_status or 'unreadable'}, {_bills(inst.cost_per_hour)}"
+            findings.append(_finding("stuck", inst, detail, alert_after=ttl))
+    return findings
 
 
 def orphan_volumes(volumes: Iterable[Volume], orphan_after: timedelta) -> list[Finding]:
@@ -248,7 +261,7 @@ def detect(
     live = [i for i in fleet if i.state != "terminated"]
     return (
         frozen_instances(live)
-        + stuck_instances(live, settings.stopped_ttl)
+        + stuck_instances(live, settings.stopped_ttl, settings.stuck_after)
         + orphan_volumes(volumes, volume_orphan_after)
         + over_max_runtime(live, now, settings.max_runtime)
         + idle_instances(live, settings.idle_alert_after)
@@ -343,6 +356,17 @@ def leak_alert(finding: Finding, since: datetime, now: datetime, settings: Setti
     if finding.kind == "frozen":
         title = f"{who} is frozen and still bills its GPU ({bills})"
         body = "Nothing reaps a frozen instance: destroy it in the Vast console if its job is over."
+    elif finding.kind == "stuck" and finding.stalled:
+        title = f"{who} stuck for {held}: {finding.stalled}"
+        body = (
+            f"It bills {bills} and may never become usable: check it in the {provider} console"
+            " and terminate it if it is dead."
+            + (
+                " (A stopped one is reaped after REAPER_STOPPED_TTL, with a warning first.)"
+                if finding.state == "stopped"
+                else " The reaper never terminates it for this."
+            )
+        )
     elif finding.kind == "stuck":
         title = f"{who} stuck in {finding.raw_status or 'an unreadable state'} for {held}"
         body = (

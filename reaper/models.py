@@ -77,6 +77,10 @@ class Instance(BaseModel):
     # The provider's own words about this state, for warnings and alerts ("Vast still means to
     # run it: it resumes if your bid wins"); empty when there is nothing to add.
     state_note: str = ""
+    # Set by the provider when the instance is in a state that bills and may never end by
+    # itself (starting that never finishes, waiting for a GPU, in error, an abandoned start):
+    # what it is, in a few words. Alerted once it lasts REAPER_STUCK_AFTER; never reaped for it.
+    stalled: str | None = None
 
     @property
     def key(self) -> str:

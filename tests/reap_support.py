@@ -109,8 +109,8 @@ def action_of(report: ReapReport, instance_id: str) -> str | None:
 
 
 @contextmanager
-def world(tmp_path: Path, **settings_overrides: Any) -> Iterator[World]:
-    clock = FakeClock(START)
+def world(tmp_path: Path, *, start: datetime = START, **settings_overrides: Any) -> Iterator[World]:
+    clock = FakeClock(start)
     with (
         RunPodEmulator({"main": RUNPOD_KEY}, now=clock.now) as runpod,
         VastEmulator({"main": VAST_KEY}, now=clock.now) as vast,

@@ -80,7 +80,7 @@ def test_unknown_and_error_instances_wait_for_the_ttl_and_frozen_is_not_stuck() 
         inst("4", "stopped", "exited"),
         inst("5", "running", "running"),
     ]
-    found = stuck_instances(fleet, ttl=24 * H)
+    found = stuck_instances(fleet, ttl=24 * H, stuck_after=6 * H)
     assert ids(found) == ["2", "p1"]
     assert {f.alert_after for f in found} == {24 * H}
     assert {f.raw_status for f in found} == {"ERROR", "offline"}

@@ -114,8 +114,16 @@ def test_stopped_without_any_storage_field_has_unknown_cost(emulator: VastEmulat
 
 
 def test_unknown_state_has_unknown_cost(emulator: VastEmulator) -> None:
-    instance_id = emulator.add_instance(actual_status="frozen", dph_total=2.0)
+    instance_id = emulator.add_instance(actual_status="unknown", dph_total=2.0)
     assert read_one(emulator, instance_id).cost_per_hour is None
+
+
+def test_frozen_bills_the_gpu_rate_and_offline_nothing(emulator: VastEmulator) -> None:
+    """Vast's billing docs: a frozen instance keeps its GPU billed; nothing bills offline."""
+    frozen = read_one(emulator, emulator.add_instance(actual_status="frozen", dph_total=2.0))
+    assert frozen.state == "unknown" and frozen.cost_per_hour == 2.0
+    offline = read_one(emulator, emulator.add_instance(actual_status="offline", dph_total=2.0))
+    assert offline.state == "unknown" and offline.cost_per_hour == 0.0
 
 
 @pytest.mark.parametrize(

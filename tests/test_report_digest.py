@@ -192,7 +192,8 @@ def test_digest_once_sends_one_digest_a_day(
     assert len(notifier.alerts) == 2
     first = notifier.alerts[0]
     assert first.event == "digest"
-    assert first.title == "Daily digest: $0.79/h now; reaped 1 in 24h ($36.50/month stopped)"
+    # The frozen Vast instance keeps its GPU billed ($0.8021/h) beside the running pod.
+    assert first.title == "Daily digest: $1.59/h now; reaped 1 in 24h ($36.50/month stopped)"
     assert "RunPod main $3.00" in first.body and "LOW" in first.body
     assert "frozen frozen-one (vast:301)" in first.body
     assert "runpod-p1" in first.body
@@ -221,7 +222,7 @@ def test_report_json_prints_one_object_and_reads_the_store_read_only(
         "warnings",
     }
     assert data["at"] == "2026-06-02T09:00:00Z"
-    assert data["spend_per_hour"] == 0.79
+    assert data["spend_per_hour"] == pytest.approx(0.79 + 0.8021)
     assert [(leak["kind"], leak["id"]) for leak in data["leaks"]] == [("frozen", "301")]
     runpod_balance = next(b for b in data["balances"] if b["provider"] == "runpod")
     assert runpod_balance["low"] is True and runpod_balance["balance"] == 3.0

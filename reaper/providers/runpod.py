@@ -1,10 +1,23 @@
 """RunPod over REST v2 (and GraphQL for the balance only), normalised into `Instance`.
 
-Built from `shared/reference/runpod/openapi-v2.json`: `GET /pods?includeClusterPods=true`
-answers `ListPodsResponse` (`{"pods": [...]}`, no paging); `DELETE /pods/{id}` answers 204;
-errors are RFC 9457 `{title, status, detail}`. REST v1 is retired and GraphQL retires in early
-2027, so GraphQL is used for nothing but `myself { clientBalance currentSpendPerHr spendLimit }`
-and its failure is the caller's warning, never a failed reap.
+Built from RunPod's published REST v2 spec (`GET /pods?includeClusterPods=true` answers
+`{"pods": [...]}`; `DELETE /pods/{id}` answers 204; errors are RFC 9457 `{title, status,
+detail}`) and from what the live API answers beyond it, as public clients show:
+
+- the list pages: `{"pods": [...], "pagination": {"nextCursor": "...", "hasNextPage": true}}`,
+  the cursor sent back as `?cursor=` with `?limit=` (five independent v2 clients agree; the
+  spec shows no paging). An answer without `pagination` is the spec's whole list; one that
+  says there is more without a way to get it is an incomplete listing, never page one taken
+  as the fleet;
+- `cost` stays the GPU price on an EXITED pod (what it bills is its volume disk);
+- RUNNING arrives before the container is up (`runtime: null`);
+- a terminate can leave a pod EXITED with v1's marker (`lastStatusChange: "Terminated by
+  user: ..."`, `desiredStatus`) before it disappears (runpodctl's pod-state tests): such a
+  pod is terminated, not stopped.
+
+REST v1 is retired and GraphQL retires in early 2027, so GraphQL is used for nothing but
+`myself { clientBalance currentSpendPerHr spendLimit }` and its failure is the caller's
+warning, never a failed reap.
 """
 
 from __future__ import annotations
@@ -59,6 +72,12 @@ NETWORK_VOLUME_LARGE_USD_PER_GB_MONTH = 0.05
 NETWORK_VOLUME_LARGE_GB = 1000
 
 CONSOLE_URL = "https://console.runpod.io/pods?id={id}"
+# Pods asked for per page; the live API is said to cap it at 1000. A page guard far past any
+# real account stops a server that never ends.
+PAGE_LIMIT = 1000
+MAX_PAGES = 1000
+# v1's terminate marker, spelt "RunPod" and "Runpod" by the backend (runpodctl's tests).
+_TERMINATED_MARKER = re.compile(r"terminated by (user|runpod)", re.IGNORECASE)
 # The cluster id of a member pod whose `cluster` object carries no readable id: it is still a
 # member (held, never deleted through the pod endpoints).
 UNKNOWN_CLUSTER = "unknown"
@@ -109,6 +128,9 @@ class RawPod(RawModel):
     cluster: _Cluster | None = None
     createdAt: str | None = None
     startedAt: str | None = None
+    # Outside the v2 spec (v1 and GraphQL fields): read only as a terminate marker.
+    desiredStatus: str | None = None
+    lastStatusChange: CleanStr | None = None
 
 
 class _RawVolume(RawModel):
@@ -163,6 +185,8 @@ def parse_pod(raw: object, account: str, position: int = 0) -> Instance:
     pod_id = pod.id if pod.id is not None and readable_id else f"{UNREADABLE_ID_PREFIX}{position}"
     status = raw_status(raw.get("status"), "status" in raw)
     state: State = STATUS_STATES.get(pod.status or "", "unknown")
+    if state == "stopped" and _terminate_marked(pod):
+        state = "terminated"
     if unreadable or not readable_id:
         state = "unknown"
         note_unreadable("runpod", account, pod_id, unreadable or ["id"])
@@ -186,7 +210,27 @@ def parse_pod(raw: object, account: str, position: int = 0) -> Instance:
         protection_unreadable=_protection_unreadable(raw, pod, unreadable),
         # `startedAt` moves at every start; without it a start between two passes is invisible.
         restart_visible=pod.startedAt is not None and "startedAt" not in unreadable,
+        stalled=_stalled(pod, state),
     )
+
+
+def _terminate_marked(pod: RawPod) -> bool:
+    """An EXITED pod that a terminate has already hit (v1's marker, if the answer carries it)."""
+    return pod.desiredStatus == "TERMINATED" or bool(
+        pod.lastStatusChange and _TERMINATED_MARKER.search(pod.lastStatusChange)
+    )
+
+
+def _stalled(pod: RawPod, state: State) -> str | None:
+    """A state that bills and may never become usable: named in an alert once it lasts
+    REAPER_STUCK_AFTER (users have paid for hours of pods that never started)."""
+    if pod.status in ("PROVISIONING", "STARTING"):
+        return f"{pod.status.lower()}, never became RUNNING"
+    if pod.status == "RUNNING" and pod.runtime is None and state == "running":
+        return "RUNNING, but its container never came up (no runtime)"
+    if pod.status == "ERROR":
+        return "in ERROR"
+    return None
 
 
 def _cluster_id(cluster: _Cluster | None, raw: object) -> str | None:
@@ -278,16 +322,54 @@ class RunPodClient:
         return merge_duplicates([parse_pod(raw, self.account, n) for n, raw in enumerate(pods)])
 
     async def _list_raw_pods(self) -> list[Any]:
-        reply = await self.http.request(
-            "GET", f"{self.base_url}/pods", params={"includeClusterPods": "true"}
-        )
-        if reply.status != 200:
-            raise self.http.failure(reply, "listing pods")
-        body = json_object(self.http, reply, "listing pods")
-        pods = body.get("pods")
-        if not isinstance(pods, list):
-            raise self.http.error("listing pods: the answer has no `pods` list")
-        return pods
+        """Every page, following the cursor to the end; ProviderError for anything that cannot
+        show the listing is complete (see the module docstring)."""
+        pods: list[Any] = []
+        cursor: str | None = None
+        seen: set[str] = set()
+        for page in range(1, MAX_PAGES + 1):
+            what = f"listing pods (page {page})"
+            params = {"includeClusterPods": "true", "limit": str(PAGE_LIMIT)}
+            if cursor is not None:
+                params["cursor"] = cursor
+            reply = await self.http.request("GET", f"{self.base_url}/pods", params=params)
+            if reply.status != 200:
+                raise self.http.failure(reply, what)
+            body = json_object(self.http, reply, what)
+            items = body.get("pods")
+            if not isinstance(items, list):
+                raise self.http.error(f"{what}: the answer has no `pods` list")
+            pods += items
+            cursor = self._next_cursor(body, seen, what)
+            if cursor is None:
+                return pods
+            seen.add(cursor)
+        raise self.http.error(f"listing pods: more than {MAX_PAGES} pages")
+
+    def _next_cursor(self, body: dict[str, Any], seen: set[str], what: str) -> str | None:
+        """The cursor of the next page, None at the end. No `pagination` at all is the spec's
+        unpaged answer (the end); `hasNextPage: false` is the end; more pages without a new,
+        non-empty cursor, or a marker of another shape, is an incomplete listing."""
+        if "pagination" not in body:
+            return None
+        pagination = body["pagination"]
+        if not isinstance(pagination, dict):
+            raise self.http.error(
+                f"{what}: `pagination` is not an object, so it may not be complete"
+            )
+        more = pagination.get("hasNextPage")
+        cursor = pagination.get("nextCursor")
+        if more is False or (more is None and cursor is None):
+            return None
+        if more is not True and more is not None:
+            raise self.http.error(f"{what}: `hasNextPage` is not true or false")
+        if not isinstance(cursor, str) or not cursor:
+            raise self.http.error(
+                f"{what}: more pages are announced without a cursor to reach them"
+            )
+        if cursor in seen:
+            raise self.http.error(f"{what}: paging made no progress (the cursor repeats)")
+        return cursor
 
     async def terminate(
         self,

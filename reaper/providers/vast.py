@@ -1,16 +1,33 @@
 """Vast.ai over its v1 list and v0 instance endpoints, normalised into `Instance`.
 
-Built from `shared/reference/vast/*.yaml`: `GET /api/v1/instances/` pages by keyset
-(`limit` at most 25, `after_token` = the previous page's opaque `next_token`, null at the end);
+Built from Vast's published API specs: `GET /api/v1/instances/` pages by keyset (`limit` at
+most 25, `after_token` = the previous page's opaque `next_token`, null at the end);
 `DELETE /api/v0/instances/{id}/` answers `{"success": true}` or 404 `{"error": "not_found"}`.
-Vast sends no `Retry-After` on 429 (rate-limits-and-errors.mdx): the request layer's backoff
-and adaptive concurrency do the pacing.
+Vast sends no `Retry-After` on 429 (its rate-limit docs): the request layer's backoff and
+adaptive concurrency do the pacing.
+
+How a state is read (`read_state`), from the specs and from what Vast's own CLI tests and
+public clients (vast-cli, SkyPilot, dstack) show the live API answering:
+- `destroyed` (actual or intended) and `cur_state: unloaded` (the hardware released on destroy)
+  are terminated — checked first, because a destroyed instance that lingers in the listing
+  reads `actual_status: null, intended_status: stopped`, the very shape of an abandoned start;
+- `stopped`/`exited` are stopped whatever `intended_status` says (an outbid instance that Vast
+  still means to run sits stopped and bills storage);
+- a start Vast abandoned (`actual_status` null/`created`/`loading` while `intended_status` is
+  `stopped`, the shape of vast-cli's own self-test) is stopped: it bills storage and will
+  never run;
+- null/`created`/`loading`/`rebooting` otherwise are starting; `scheduling` (a stopped
+  instance waiting for its GPU, possibly for ever), `error`, `frozen`, `offline`, `unknown` and
+  anything else are unknown — never reaped. Starts that never finish, `scheduling`, `error` and
+  abandoned starts are `stalled`: named in an alert once they last REAPER_STUCK_AFTER.
 """
 
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import Callable, Collection, Sequence
+from dataclasses import dataclass
 from typing import Any
 
 import httpx
@@ -38,23 +55,19 @@ PAGE_SIZE = 25
 MAX_PAGES = 1000
 
 # `actual_status` values from Vast's SDK docs (the spec types it as a nullable string without an
-# enum). Exact matches only; everything else ("frozen", "offline", "unknown", new values) is
-# "unknown": never reaped. "stopped"/"exited" are stopped WHATEVER `intended_status` says: an
-# outbid or preempted instance that sits stopped and bills storage is what the reaper is for.
-STATUS_STATES: dict[str | None, State] = {
-    None: "starting",
-    "created": "starting",
-    "loading": "starting",
-    "rebooting": "starting",
-    "running": "running",
-    "stopped": "stopped",
-    "exited": "stopped",
-}
-# Which of those bill the full rate (`dph_total`) and which only storage. billing.mdx: the
-# active rental is charged while active/connected, storage in every state but offline, and
-# "Loading" instances are not charged for rental. Rebooting is counted at the full rate (the
-# rental is held); that is an upper bound, not verified from the specs.
-FULL_RATE_STATUSES = frozenset({"running", "rebooting"})
+# enum), read by `read_state`. Exact matches only: anything else is "unknown", never reaped.
+STARTING_STATUSES = frozenset({None, "created", "loading"})
+# What each bills. Vast's billing docs: the rental is charged while active, storage in every
+# state but offline, "Loading" is not charged for rental, frozen keeps the GPU billed.
+# Rebooting is counted at the full rate (the rental is held): an upper bound, not verified.
+FULL_RATE_STATUSES = frozenset({"running", "rebooting", "frozen"})
+NOTHING_BILLED_STATUSES = frozenset({"offline"})
+# States whose bill cannot be told (no host heartbeat): the cost is unknown.
+UNKNOWN_BILL_STATUSES = frozenset({"unknown"})
+# A `status_msg` that says a start cannot succeed (vast-cli's self-test classifies these).
+_START_FAILURE = re.compile(
+    r"error|pull access denied|manifest .*not found|unauthorized|failed", re.IGNORECASE
+)
 
 # show_instance.yaml's example: storage_cost 0.14933 ($/GB/month, though described "per hour")
 # × disk_space 10 / 720 = storage_total_cost 0.0020741 = instance.diskHour. So
@@ -73,8 +86,12 @@ class RawVastInstance(RawModel):
     """
 
     id: StrictInt | StrictStr | None = None
-    actual_status: str | None = None
-    intended_status: str | None = None
+    actual_status: StrictStr | None = None
+    intended_status: StrictStr | None = None
+    cur_state: StrictStr | None = None
+    next_state: StrictStr | None = None
+    status_msg: CleanStr | None = None
+    is_bid: bool | None = None
     label: CleanStr | None = None
     dph_total: float | None = None
     storage_total_cost: float | None = None
@@ -102,9 +119,11 @@ def parse_instance(raw: object, account: str, position: int = 0) -> Instance:
     present = "actual_status" in raw
     # A missing `actual_status` (a select_cols answer, a changed API) says nothing; only an
     # explicit null means "not yet started" in Vast's docs.
-    state: State = STATUS_STATES.get(inst.actual_status, "unknown") if present else "unknown"
+    reading = read_state(inst) if present else Reading("unknown")
+    state = reading.state
     if unreadable or instance_id.startswith(UNREADABLE_ID_PREFIX):
         state = "unknown"
+        reading = Reading("unknown")
         note_unreadable("vast", account, instance_id, unreadable or ["id"])
     return Instance(
         provider="vast",
@@ -113,7 +132,7 @@ def parse_instance(raw: object, account: str, position: int = 0) -> Instance:
         name=inst.label or "",
         state=state,
         raw_status=raw_status(raw.get("actual_status"), present),
-        cost_per_hour=finite(_cost_per_hour(inst, state)),
+        cost_per_hour=None if unreadable else finite(_cost_per_hour(inst, state)),
         gpu_util=finite(gpu_percent(inst.gpu_util)),
         # `start_date` is when the instance was created, not when it last started or stopped;
         # Vast reports no start time, so `started_at` stays None.
@@ -121,8 +140,53 @@ def parse_instance(raw: object, account: str, position: int = 0) -> Instance:
         container_disk_gb=inst.disk_space,
         console_url=CONSOLE_URL,
         protection_unreadable=_label_unreadable(raw, unreadable),
+        # No field of a Vast instance moves at every start: `start_date` is its creation,
+        # `duration` the contract's time left, `uptime_mins` undocumented and null in every
+        # example. A start and stop between two checks cannot be seen.
         restart_visible=False,
+        state_note=reading.note,
+        stalled=reading.stalled,
     )
+
+
+@dataclass(frozen=True)
+class Reading:
+    """What one answer's status fields say: the state, the provider's own words about it, and
+    the stuck condition, if any (see the module docstring)."""
+
+    state: State
+    note: str = ""
+    stalled: str | None = None
+
+
+def read_state(inst: RawVastInstance) -> Reading:
+    actual, intended = inst.actual_status, inst.intended_status
+    if "destroyed" in (actual, intended) or inst.cur_state == "unloaded":
+        return Reading("terminated")
+    if actual in ("stopped", "exited"):
+        if intended == "running":
+            resumes = ": it resumes if your bid wins" if inst.is_bid else ""
+            return Reading("stopped", f"Vast still means to run it{resumes}")
+        return Reading("stopped")
+    if actual in STARTING_STATUSES and intended == "stopped":
+        return Reading(
+            "stopped",
+            "Vast abandoned its start: it will never run, and bills its storage",
+            stalled="start abandoned by Vast",
+        )
+    if actual in STARTING_STATUSES or actual == "rebooting":
+        message = (inst.status_msg or "").strip()
+        if actual == "created" and message and _START_FAILURE.search(message):
+            return Reading("starting", stalled=f"cannot start: {message[:120]}")
+        return Reading("starting", stalled=f"{actual or 'being created'}, never became running")
+    if actual == "running":
+        return Reading("running")
+    if actual == "scheduling":
+        return Reading("unknown", stalled="scheduling: waiting for its GPU, possibly for ever")
+    if actual == "error":
+        message = (inst.status_msg or "").strip()
+        return Reading("unknown", stalled=f"in error{': ' + message[:120] if message else ''}")
+    return Reading("unknown")
 
 
 def _label_unreadable(raw: dict[str, Any], unreadable: list[str]) -> str | None:
@@ -161,11 +225,17 @@ def storage_per_hour(inst: RawVastInstance) -> float | None:
 
 def _cost_per_hour(inst: RawVastInstance, state: State) -> float | None:
     """What the instance bills now. `dph_total` keeps the GPU price even when stopped, so it
-    is used only while the rental is active; a stopped or loading one bills its storage."""
-    if state == "unknown":
+    is used only while the rental is active (frozen included); every other state bills its
+    storage but offline, which bills nothing; a destroyed one nothing."""
+    if state == "terminated":
+        return 0.0
+    status = inst.actual_status
+    if status in UNKNOWN_BILL_STATUSES:
         return None
-    if inst.actual_status in FULL_RATE_STATUSES:
+    if status in FULL_RATE_STATUSES and state != "stopped":
         return inst.dph_total
+    if status in NOTHING_BILLED_STATUSES:
+        return 0.0
     return storage_per_hour(inst)
 
 

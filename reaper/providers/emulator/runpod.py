@@ -1,5 +1,13 @@
-"""A RunPod REST v2 emulator that answers as `openapi-v2.json` says, plus the one GraphQL
-query reaper still makes.
+"""A RunPod REST v2 emulator that answers as `openapi-v2.json` says — and, where the live API
+is known to differ, as the live API does — plus the one GraphQL query reaper still makes.
+
+Where it follows real answers rather than the copied spec (each named at its place):
+- `GET /pods` pages with a cursor: `{"pods": [...], "pagination": {"nextCursor": ...,
+  "hasNextPage": ...}}`, the cursor sent back as `?cursor=`, the size as `?limit=` (five
+  independent v2 clients page this way; the spec shows no paging);
+- an EXITED pod keeps its `cost` (the GPU price, not what it bills; client fixtures of v2);
+- RUNNING comes before the container is up: `runtime` stays null until then (runpodctl's
+  pod-state code, dstack's RunPod backend).
 
 Routes (under `/v2`, so `rest_url` is what `RUNPOD_API_URL` points at): `GET /pods`
 (`includeClusterPods`), `GET|DELETE /pods/{id}`, `GET /network-volumes`, `GET /serverless`;
@@ -10,11 +18,13 @@ RFC 9457 problems (`application/problem+json`); 429 carries `Retry-After`, `Rate
 
 from __future__ import annotations
 
+import base64
 import itertools
+import json
 import math
 import re
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from datetime import datetime
 from typing import Any
 
@@ -28,6 +38,23 @@ from reaper.providers.emulator.server import (
 )
 
 _POD_PATH = re.compile(r"^/v2/pods/([^/]+)$")
+
+
+def _encode_cursor(account: str, offset: int) -> str:
+    """An opaque cursor, as the live API's are (base64 of where the next page starts)."""
+    return base64.urlsafe_b64encode(json.dumps([account, offset]).encode()).decode()
+
+
+def _decode_cursor(cursor: str) -> tuple[str, int] | None:
+    try:
+        account, offset = json.loads(base64.urlsafe_b64decode(cursor.encode()))
+    except (ValueError, TypeError):
+        return None
+    if not isinstance(account, str) or not isinstance(offset, int) or offset < 0:
+        return None
+    return account, offset
+
+
 _ACTIONS = {
     "RUNNING": ["stop", "restart", "terminate"],
     "PROVISIONING": ["stop", "terminate"],
@@ -42,6 +69,8 @@ _ACTIONS = {
 class _Pod(FleetEntry):
     running_cost: float
     gpu_utils: list[int]
+    # False: RUNNING, but the container is not up yet (image pull, boot): `runtime` is null.
+    container_up: bool = True
 
 
 class RunPodEmulator(EmulatorServer[str, _Pod]):
@@ -73,6 +102,12 @@ class RunPodEmulator(EmulatorServer[str, _Pod]):
         )
         # A status code (404, 410) makes the GraphQL endpoint answer as retired.
         self.graphql_retired: int | None = None
+        # Pods per page of `GET /pods` (the live API's maximum is said to be 1000); tests make
+        # it small to list several pages. None answers the spec's unpaged shape.
+        self.page_size: int | None = 1000
+        # A paging answer the client must refuse: "no_cursor" (more, without a cursor),
+        # "repeat" (the same cursor again), "not_object" (`pagination` is a string).
+        self.pagination_fault: str | None = None
         self._volumes: dict[str, list[dict[str, Any]]] = {}
         self._endpoints: dict[str, list[dict[str, Any]]] = {}
         self._balances: dict[str, dict[str, float | None]] = {}
@@ -151,6 +186,20 @@ class RunPodEmulator(EmulatorServer[str, _Pod]):
             data.update(overrides)
         return pod_id
 
+    def add_pod_json(self, data: dict[str, Any], *, account: str | None = None) -> str:
+        """List `data` exactly as given (a pod object as the live API answered it) as a pod of
+        this emulator: it pages, answers GET and DELETE like any other."""
+        pod_id = str(data["id"])
+        cost = data.get("cost")
+        with self.lock:
+            self._entries[pod_id] = _Pod(
+                account or self.default_account(),
+                dict(data),
+                float(cost) if isinstance(cost, int | float) else 0.0,
+                [],
+            )
+        return pod_id
+
     def set_status(self, pod_id: str, status: str, *, cost: float | None = None) -> None:
         """Move a pod to `status` (any string, so unknown values can be tested); `cost`,
         `runtime`, `actions` and `ssh` follow as the spec describes for that status."""
@@ -159,6 +208,14 @@ class RunPodEmulator(EmulatorServer[str, _Pod]):
             if cost is not None:
                 pod.running_cost = cost
             self._apply_status(pod, status)
+
+    def set_container_up(self, pod_id: str, up: bool) -> None:
+        """`False`: the pod is RUNNING (and bills) but its container is not up: `runtime`
+        stays null, as the live API answers while an image is pulled."""
+        with self.lock:
+            pod = self._entries[pod_id]
+            pod.container_up = up
+            self._apply_status(pod, pod.data["status"])
 
     def set_gpu_utils(self, pod_id: str, utils: list[int]) -> None:
         with self.lock:
@@ -250,19 +307,18 @@ class RunPodEmulator(EmulatorServer[str, _Pod]):
         data["status"] = status
         data["actions"] = list(_ACTIONS.get(status, []))
         running = status == "RUNNING"
-        billing = status in ("RUNNING", "PROVISIONING", "STARTING")
-        data["cost"] = pod.running_cost if billing else 0.0
-        data["runtime"] = (
-            {
+        # The spec says 0.0 when EXITED; v2 client fixtures show the GPU price kept there (not
+        # what a stopped pod bills). TERMINATED is 0.0 in both.
+        data["cost"] = 0.0 if status == "TERMINATED" else pod.running_cost
+        data["runtime"] = None
+        if running and pod.container_up:
+            data["runtime"] = {
                 "uptime": 3600,
                 "gpus": [{"util": u, "memoryUtil": min(100, u + 10)} for u in pod.gpu_utils],
                 "cpu": {"util": 12},
                 "memory": {"util": 40},
                 "ports": [{"private": 22, "public": 34446, "type": "tcp", "ip": "195.26.233.3"}],
             }
-            if running
-            else None
-        )
         proxy = {
             "host": "ssh.runpod.io",
             "port": 22,
@@ -295,6 +351,21 @@ class RunPodEmulator(EmulatorServer[str, _Pod]):
             return "serverless"
         return "other"
 
+    def annotate(self, request: Request) -> Request:
+        """The page number of a listing (1 for the first), from its cursor, for `fail_next`'s
+        and `slow_next`'s `page`."""
+        if request.kind != "list" or not self.page_size:
+            return request
+        cursor = request.query.get("cursor")
+        decoded = _decode_cursor(cursor) if cursor else ("", 0)
+        if decoded is None:
+            return request
+        try:
+            limit = max(1, min(int(request.query.get("limit", "1000")), self.page_size))
+        except ValueError:
+            return request
+        return replace(request, page=decoded[1] // limit + 1)
+
     def is_mutating(self, request: Request) -> bool:
         if request.kind == "balance":
             try:
@@ -324,7 +395,7 @@ class RunPodEmulator(EmulatorServer[str, _Pod]):
         if kind == "list":
             include = request.query.get("includeClusterPods", "false").lower() == "true"
             pods = [] if request.empty else self._listing(account, include)
-            return self._json(200, {"pods": pods}, request)
+            return self._page(request, account, pods)
         if kind == "get":
             pod = self._owned(account, self._pod_id(request))
             if pod is None:
@@ -337,6 +408,33 @@ class RunPodEmulator(EmulatorServer[str, _Pod]):
                 200, {"networkVolumes": list(self._volumes.get(account, []))}, request
             )
         return self._json(200, {"endpoints": list(self._endpoints.get(account, []))}, request)
+
+    def _page(self, request: Request, account: str, pods: list[Any]) -> Response:
+        """One page of the listing, as the live v2 API pages it (see the module docstring)."""
+        if self.page_size is None:
+            return self._json(200, {"pods": pods}, request)
+        try:
+            limit = max(1, min(int(request.query.get("limit", "1000")), self.page_size))
+        except ValueError:
+            return self.error(request, 400, "limit: not a number")
+        start = 0
+        cursor = request.query.get("cursor")
+        if cursor is not None:
+            decoded = _decode_cursor(cursor)
+            if decoded is None or decoded[0] != account:
+                return self.error(request, 400, "invalid cursor")
+            start = decoded[1]
+        chunk = pods[start : start + limit]
+        more = start + limit < len(pods)
+        next_cursor = _encode_cursor(account, start + limit) if more else None
+        pagination: Any = {"nextCursor": next_cursor, "hasNextPage": more}
+        if more and self.pagination_fault == "no_cursor":
+            pagination["nextCursor"] = None
+        elif more and self.pagination_fault == "repeat":
+            pagination["nextCursor"] = cursor or _encode_cursor(account, 0)
+        elif self.pagination_fault == "not_object":
+            pagination = "more"
+        return self._json(200, {"pods": chunk, "pagination": pagination}, request)
 
     def _pod_id(self, request: Request) -> str:
         match = _POD_PATH.match(request.path.rstrip("/"))
@@ -394,9 +492,10 @@ class RunPodEmulator(EmulatorServer[str, _Pod]):
         if values["currentSpendPerHr"] is None:
             values["currentSpendPerHr"] = round(
                 sum(
-                    float(p.data.get("cost") or 0.0)
+                    p.running_cost
                     for p in self._entries.values()
                     if p.account == account
+                    and p.data.get("status") in ("RUNNING", "PROVISIONING", "STARTING")
                 ),
                 4,
             )

@@ -99,6 +99,7 @@ class RequestRecord:
     account: str | None
     status: int
     mutating: bool
+    user_agent: str = ""
 
     @property
     def url(self) -> str:
@@ -565,6 +566,7 @@ class EmulatorServer(Generic[IdT, EntryT]):
             account=request.account,
             status=status,
             mutating=self.is_mutating(request),
+            user_agent=request.headers.get("user-agent", ""),
         )
         with self.lock:
             self.requests.append(record)

@@ -170,6 +170,45 @@ class VastEmulator(EmulatorServer[int, FleetEntry]):
                 inst.data["intended_status"] = intended_status
             self._shape(inst)
 
+    def add_instance_json(self, data: dict[str, Any], *, account: str | None = None) -> int:
+        """List `data` exactly as given (an instance object as the live API answered it) as an
+        instance of this emulator: it pages, filters and is destroyed like any other."""
+        instance_id = int(data["id"])
+        with self.lock:
+            self._entries[instance_id] = FleetEntry(account or self.default_account(), dict(data))
+        return instance_id
+
+    def abandon_start(self, instance_id: int, status_msg: str = "") -> None:
+        """A start Vast gave up on: `actual_status` stays loading (as in vast-cli's own
+        self-test) while `intended_status` is stopped. It bills storage and never runs."""
+        with self.lock:
+            inst = self._entries[instance_id]
+            inst.data.update(actual_status="loading", intended_status="stopped")
+            self._shape(inst)
+            inst.data.update(cur_state="stopped", next_state="stopped", status_msg=status_msg)
+
+    def set_scheduling(self, instance_id: int) -> None:
+        """A stopped instance asked to start, waiting for its GPU (possibly for ever): Vast's
+        docs call it SCHEDULING; clients' fixtures show this message with it."""
+        with self.lock:
+            inst = self._entries[instance_id]
+            inst.data.update(actual_status="scheduling", intended_status="running")
+            self._shape(inst)
+            inst.data.update(
+                cur_state="stopped",
+                next_state="running",
+                status_msg="Attempting to schedule your instance. Your GPU is currently in use.",
+            )
+
+    def fail_start(self, instance_id: int, status_msg: str) -> None:
+        """A start that cannot succeed (an image that cannot be pulled): `created`, with the
+        daemon's error in `status_msg`, as vast-cli's self-test shows."""
+        with self.lock:
+            inst = self._entries[instance_id]
+            inst.data.update(actual_status="created", intended_status="running")
+            self._shape(inst)
+            inst.data["status_msg"] = status_msg
+
     modify_instance = EmulatorServer.modify_entry
     add_raw_instance = EmulatorServer.add_raw_entry
     clear_raw_instances = EmulatorServer.clear_raw_entries
@@ -404,11 +443,14 @@ class VastEmulator(EmulatorServer[int, FleetEntry]):
         self._shape(inst)
 
     def _unloaded(self, inst: FleetEntry) -> None:
-        """Destroyed but still listed: the container is gone, the record not yet."""
-        inst.data["actual_status"] = "exited"
+        """Destroyed but still listed: the hardware is released (`cur_state: unloaded`, Vast's
+        docs) and the record lingers with `actual_status` null and `intended_status` stopped —
+        the very shape of an abandoned start, but for `cur_state`."""
+        inst.data["actual_status"] = None
         inst.data["intended_status"] = "stopped"
         self._shape(inst)
         inst.data["cur_state"] = inst.data["next_state"] = "unloaded"
+        inst.data["status_msg"] = ""
 
     # ---- shapes ----------------------------------------------------------------------------
 
