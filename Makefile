@@ -9,10 +9,10 @@ NODE_STAMP := node_modules/.installed
 
 .PHONY: test demo bench lint typecheck clean
 
-$(STAMP): requirements.txt requirements-dev.txt pyproject.toml
+$(STAMP): requirements.txt requirements-dev.txt pyproject.toml emulators/pyproject.toml
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/pip install --quiet --disable-pip-version-check -r requirements-dev.txt
-	$(BIN)/pip install --quiet --disable-pip-version-check --no-deps -e .
+	$(BIN)/pip install --quiet --disable-pip-version-check --no-deps -e . -e ./emulators
 	touch $(STAMP)
 
 $(NODE_STAMP): package.json package-lock.json
@@ -20,11 +20,11 @@ $(NODE_STAMP): package.json package-lock.json
 	else echo "npm not found: tests/test_aws_package.py will be skipped"; fi
 
 lint: $(STAMP)
-	$(BIN)/ruff check reaper handlers tests bench tasks.py infra/aws
-	$(BIN)/ruff format --check reaper handlers tests bench tasks.py infra/aws
+	$(BIN)/ruff check reaper handlers emulators tests bench tasks.py infra/aws
+	$(BIN)/ruff format --check reaper handlers emulators tests bench tasks.py infra/aws
 
 typecheck: $(STAMP)
-	$(BIN)/mypy reaper handlers
+	$(BIN)/mypy reaper handlers emulators
 
 test: lint typecheck $(NODE_STAMP)
 	$(BIN)/pytest

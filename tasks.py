@@ -12,7 +12,7 @@ from invoke.context import Context
 @task(help={"dry_run": "decide and report; change nothing", "json": "print one JSON object"})
 def reap(c: Context, dry_run: bool = False, json: bool = False) -> None:
     """One reap pass: the same as `reaper reap [--dry-run] [--json]`."""
-    from reaper.cli import main
+    from reaper.interfaces.cli import main
 
     args = ["reap"] + (["--dry-run"] if dry_run else []) + (["--json"] if json else [])
     code = main(args)

@@ -32,15 +32,16 @@ from datetime import timedelta
 from pathlib import Path
 from typing import Literal
 
+from emulators.channels import RecordingNotifier
+from emulators.clock import FakeClock
 from reaper import log
-from reaper.clock import FakeClock, SystemClock
+from reaper.clock import SystemClock
 from reaper.config import Settings, StateURL
-from reaper.heartbeat import watch_pass
-from reaper.http import Limits
-from reaper.models import Monitor
-from reaper.notify.base import RecordingNotifier
-from reaper.ratelimit import Rate
-from reaper.server import build_asgi, serving
+from reaper.core.models import Monitor
+from reaper.interfaces.http import Limits
+from reaper.interfaces.ratelimit import Rate
+from reaper.interfaces.serve import build_asgi, serving
+from reaper.passes.watch import watch_pass
 from reaper.store.sqlite import SQLiteStore
 
 KEY = "bench-ping-key-0000"

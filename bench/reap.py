@@ -48,10 +48,11 @@ def _settings(config: dict[str, Any]) -> Any:
 
 
 async def _pass(config: dict[str, Any]) -> dict[str, Any]:
-    from reaper.clock import FakeClock
-    from reaper.notify.base import RecordingNotifier
-    from reaper.providers import HttpOptions, make_clients
-    from reaper.reap import ConfirmOptions, reap_pass
+    from emulators.channels import RecordingNotifier
+    from emulators.clock import FakeClock
+    from reaper.passes.reap import ConfirmOptions, reap_pass
+    from reaper.providers.base import make_clients
+    from reaper.providers.http import HttpOptions
     from reaper.store.sqlite import SQLiteStore
 
     settings = _settings(config)
@@ -73,8 +74,9 @@ async def _pass(config: dict[str, Any]) -> dict[str, Any]:
 
 async def _sequential(config: dict[str, Any]) -> dict[str, Any]:
     """The naive way: one call at a time, list, delete each, re-list each account."""
-    from reaper.policy import decide
-    from reaper.providers import HttpOptions, make_clients
+    from reaper.core.policy import decide
+    from reaper.providers.base import make_clients
+    from reaper.providers.http import HttpOptions
     from reaper.store.sqlite import SQLiteStore
 
     settings = _settings(config)
@@ -169,7 +171,7 @@ def _import_ms(module: str) -> float:
 
 
 def _measure(mode: str, tmp: Path) -> tuple[dict[str, Any], dict[str, dict[str, int]]]:
-    from reaper.providers.emulator import RunPodEmulator, VastEmulator
+    from emulators import RunPodEmulator, VastEmulator
 
     with (
         RunPodEmulator({"bench": RUNPOD_KEY}, now=lambda: NOW) as runpod,

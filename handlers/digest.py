@@ -18,8 +18,8 @@ FUNCTION = "digest"
 
 
 def handler(event: object, context: object = None) -> dict[str, Any]:
-    from reaper.guards import digest_once
-    from reaper.notify import make_notifier
+    from reaper.channels.fanout import make_notifier
+    from reaper.passes.digest import digest_once
 
     try:
         settings = runtime.load()

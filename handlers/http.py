@@ -27,7 +27,7 @@ from handlers import runtime
 from reaper import log
 from reaper.clock import SystemClock
 from reaper.config import ConfigError, Settings
-from reaper.http import MAX_BODY, REQUEST_CHANNEL_OPTIONS, App, Request, Response, handle
+from reaper.interfaces.http import MAX_BODY, REQUEST_CHANNEL_OPTIONS, App, Request, Response, handle
 
 FUNCTION = "http"
 
@@ -103,7 +103,7 @@ def app_for(settings: Settings) -> App:
     """The container's App, rebuilt only when the settings changed."""
     global _app
     if _app is None or _app.settings != settings:
-        from reaper.notify import channels_configured, make_notifier
+        from reaper.channels.fanout import channels_configured, make_notifier
 
         # Channels that give up in time: the function's timeout is 10 s (serverless.yml).
         _app = App(

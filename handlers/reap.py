@@ -18,7 +18,8 @@ from typing import Any
 
 from handlers import runtime
 from reaper.config import ConfigError
-from reaper.reap import run_pass
+from reaper.interfaces import views
+from reaper.passes.reap import run_pass
 
 FUNCTION = "reap"
 MANUAL_KEYS = frozenset({"dry_run", "max_terminations"})
@@ -68,4 +69,4 @@ def handler(event: object, context: object = None) -> dict[str, Any]:
             max_terminations=request.max_terminations,
         )
     )
-    return {"ok": report.exit_code == 0, **report.to_json()}
+    return {"ok": report.exit_code == 0, **views.reap_json(report)}

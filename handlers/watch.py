@@ -14,15 +14,16 @@ from typing import Any
 from handlers import runtime
 from reaper.clock import SystemClock
 from reaper.config import ConfigError, Settings
-from reaper.heartbeat import WatchReport, watch_pass
+from reaper.interfaces import views
+from reaper.passes.watch import WatchReport, watch_pass
 from reaper.store.base import Store
 
 FUNCTION = "watch"
 
 
 async def run(settings: Settings, store: Store) -> WatchReport:
-    from reaper.notify import make_notifier
-    from reaper.providers import make_clients
+    from reaper.channels.fanout import make_notifier
+    from reaper.providers.base import make_clients
 
     clients = make_clients(settings)
     try:
@@ -38,4 +39,4 @@ def handler(event: object, context: object = None) -> dict[str, Any]:
     except ConfigError as error:
         return runtime.config_error(FUNCTION, error)
     report = asyncio.run(run(settings, runtime.store(settings)))
-    return {"ok": report.exit_code == 0, **report.to_json()}
+    return {"ok": report.exit_code == 0, **views.watch_json(report)}

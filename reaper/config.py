@@ -1,22 +1,29 @@
-"""Settings: every variable of the public contract, parsed and validated in one place.
+"""Settings: every variable of the public contract, parsed and validated before anything runs.
 
 A bad value must stop the program before it does anything, with one line that names the
 variable and what it expected; so parsing raises `ConfigError` and the CLI turns that into
 exit status 2. Nothing else in reaper reads the environment.
+
+The settings of the core (modes, durations, state, keys of the HTTP API) are read here; each
+provider and channel reads its own variables (`read_settings` of its plugin, found through the
+registries), so that a new integration brings its settings with it. The parsing helpers below
+are theirs to use.
 """
 
 from __future__ import annotations
 
 import os
 import re
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from datetime import timedelta
+from importlib import import_module
 from pathlib import Path
-from typing import Literal
+from typing import ClassVar, Literal
 from urllib.parse import urlsplit
 
-from reaper.models import ProviderName
+from reaper.channels.registry import CHANNELS
+from reaper.providers.registry import PROVIDERS
 
 
 class ConfigError(Exception):
@@ -32,9 +39,44 @@ class ConfigError(Exception):
 class Account:
     """One provider account. The key never appears in a repr, a log line or an error."""
 
-    provider: ProviderName
+    provider: str
     name: str
     key: str = field(repr=False)
+
+
+@dataclass(frozen=True)
+class ProviderSettings:
+    """What one provider plugin read from the environment: its accounts, and whatever else it
+    needs (its plugin subclasses this)."""
+
+    provider: ClassVar[str] = ""
+    accounts: tuple[Account, ...] = ()
+
+    def secrets(self) -> list[str]:
+        return [a.key for a in self.accounts]
+
+
+@dataclass(frozen=True)
+class ChannelSettings:
+    """What one alert channel read from the environment (its plugin subclasses this).
+    `reaches_person`: a message delivered there can be read by a person (the log's cannot)."""
+
+    channel: ClassVar[str] = ""
+    reaches_person: ClassVar[bool] = True
+
+    def secrets(self) -> list[str]:
+        return []
+
+
+class Env:
+    """The environment as the settings read it: an empty value counts as unset."""
+
+    def __init__(self, values: dict[str, str]) -> None:
+        self.values = values
+
+    def get(self, name: str) -> str | None:
+        value = self.values.get(name)
+        return value if value is not None and value.strip() != "" else None
 
 
 @dataclass(frozen=True)
@@ -48,11 +90,9 @@ class StateURL:
 
 @dataclass(frozen=True)
 class Settings:
-    runpod_accounts: tuple[Account, ...] = ()
-    vast_accounts: tuple[Account, ...] = ()
-    runpod_api_url: str = "https://api.runpod.io/v2"
-    runpod_graphql_url: str = "https://api.runpod.io/graphql"
-    vast_api_url: str = "https://console.vast.ai"
+    # The configured providers and channels, each as its plugin read it.
+    providers: tuple[ProviderSettings, ...] = ()
+    channels: tuple[ChannelSettings, ...] = ()
     mode: Literal["enforce", "observe"] = "enforce"
     stopped_ttl: timedelta = timedelta(hours=24)
     warn_before: timedelta = timedelta(hours=1)
@@ -63,10 +103,6 @@ class Settings:
     admin_key: str | None = field(default=None, repr=False)
     heartbeat_timeout: timedelta = timedelta(minutes=5)
     heartbeat_repeat: timedelta = timedelta(hours=1)
-    telegram_bot_token: str | None = field(default=None, repr=False)
-    telegram_chat_id: str | None = None
-    telegram_api_url: str = "https://api.telegram.org"
-    bark_url: str | None = field(default=None, repr=False)
     balance_min: float = 5.0
     max_monitors: int = 500
     heartbeat_required: bool = False
@@ -76,33 +112,65 @@ class Settings:
     idle_alert_after: timedelta = timedelta(hours=1)
     # Beyond the contract: how long a volume may sit attached to nothing before it is a leak.
     volume_orphan_after: timedelta = timedelta(hours=24)
-    # A termination needs a warning that reached a person (Telegram, Bark, ntfy); False accepts
-    # a warning written only to the log.
+    # A termination needs a warning that reached a person; False accepts a warning written
+    # only to the log.
     require_channel: bool = True
     # Stuck starting, scheduling, in error or abandoned this long: named in an alert.
     stuck_after: timedelta | None = timedelta(hours=6)
 
     @property
     def human_channel(self) -> bool:
-        """Whether any channel that reaches a person is configured."""
-        return bool(self.telegram_bot_token or self.bark_url)
+        """Whether any configured channel reaches a person."""
+        return any(c.reaches_person for c in self.channels)
 
     @property
     def accounts(self) -> tuple[Account, ...]:
-        return self.runpod_accounts + self.vast_accounts
+        return tuple(a for p in self.providers for a in p.accounts)
+
+    def provider(self, name: str) -> ProviderSettings | None:
+        """The settings of one provider, None when it is not configured."""
+        return next((p for p in self.providers if p.provider == name), None)
+
+    def channel(self, name: str) -> ChannelSettings | None:
+        return next((c for c in self.channels if c.channel == name), None)
 
     def require_provider_keys(self) -> None:
         """`reaper reap` without any provider key is a config error, not an empty pass."""
         if not self.accounts:
-            raise ConfigError("RUNPOD_API_KEY / VAST_API_KEY", "set at least one")
+            keys = " / ".join(key_variables())
+            raise ConfigError(keys, "set at least one")
 
     def secrets(self) -> list[str]:
         """Every secret value, so that log and error output can be scrubbed of them."""
-        values = [a.key for a in self.accounts]
-        values += [v for v in (self.ping_key, self.admin_key, self.telegram_bot_token) if v]
-        if self.bark_url:
-            values.append(self.bark_url.rstrip("/").rsplit("/", 1)[-1])
+        values = [v for v in (self.ping_key, self.admin_key) if v]
+        for provider in self.providers:
+            values += provider.secrets()
+        for channel in self.channels:
+            values += channel.secrets()
         return [v for v in values if v]
+
+
+def key_variables() -> list[str]:
+    """The variables that configure a provider's accounts, in registry order."""
+    return [plugin_settings(path).key_variable for path in PROVIDERS.values()]
+
+
+@dataclass(frozen=True)
+class SettingsReader:
+    """What a provider or channel plugin exposes to the settings: its variables (for the
+    unknown-variable warning and the secret list) and how to read them."""
+
+    variables: tuple[str, ...]
+    secret_variables: tuple[str, ...]
+    read: Callable[[Env], ProviderSettings | ChannelSettings | None]
+    # The variable that holds a provider's keys (empty for a channel).
+    key_variable: str = ""
+
+
+def plugin_settings(path: str) -> SettingsReader:
+    """The `SETTINGS` of the plugin module at `path` (imported on first use)."""
+    reader: SettingsReader = import_module(path).SETTINGS
+    return reader
 
 
 def default_state_path() -> Path:
@@ -147,7 +215,7 @@ _ACCOUNT_NAME = re.compile(r"[A-Za-z0-9_.-]{1,64}")
 _BASE64_PADDED = re.compile(r"(?:[A-Za-z0-9+/_-]{4})*[A-Za-z0-9+/_-]{2,3}={1,2}")
 
 
-def parse_accounts(text: str, variable: str, provider: ProviderName) -> tuple[Account, ...]:
+def parse_accounts(text: str, variable: str, provider: str) -> tuple[Account, ...]:
     """Comma-separated keys, each optionally `name=key`; unnamed ones are named 1, 2, ..."""
     accounts: list[Account] = []
     for position, item in enumerate(text.split(","), start=1):
@@ -205,7 +273,7 @@ def parse_state_url(text: str) -> StateURL:
     raise ConfigError(variable, f"expected sqlite:///<path> or dynamodb://<table>, got {text!r}")
 
 
-def _parse_url(text: str, variable: str, *, echo: bool = True) -> str:
+def parse_url(text: str, variable: str, *, echo: bool = True) -> str:
     """An http(s) URL with a host and no whitespace. `echo=False` for URLs that hold a secret:
     the error then says what is wrong without repeating the value."""
     value = text.strip()
@@ -222,7 +290,7 @@ def _parse_url(text: str, variable: str, *, echo: bool = True) -> str:
     return value.rstrip("/")
 
 
-def _parse_int(text: str, variable: str, minimum: int) -> int:
+def parse_int(text: str, variable: str, minimum: int) -> int:
     try:
         value = int(text.strip())
     except ValueError:
@@ -232,7 +300,7 @@ def _parse_int(text: str, variable: str, minimum: int) -> int:
     return value
 
 
-def _parse_float(text: str, variable: str) -> float:
+def parse_float(text: str, variable: str) -> float:
     try:
         value = float(text.strip())
     except ValueError:
@@ -248,7 +316,7 @@ _TRUE = {"1", "true", "yes", "on"}
 _FALSE = {"0", "false", "no", "off"}
 
 
-def _parse_bool(text: str, variable: str) -> bool:
+def parse_bool(text: str, variable: str) -> bool:
     lowered = text.strip().lower()
     if lowered in _TRUE:
         return True
@@ -257,7 +325,7 @@ def _parse_bool(text: str, variable: str) -> bool:
     raise ConfigError(variable, f"expected true or false, got {text!r}")
 
 
-def _parse_url_key(text: str, variable: str) -> str:
+def parse_url_key(text: str, variable: str) -> str:
     """Ping and admin keys travel in URL paths and headers: no spaces, no slashes."""
     value = text.strip()
     if not re.fullmatch(r"[A-Za-z0-9._~+=-]+", value):
@@ -309,27 +377,14 @@ def load_settings(
     Variables already in the environment win over the file, as with every dotenv tool. An
     empty value counts as unset.
     """
-    env: dict[str, str] = read_dotenv(dotenv) if dotenv is not None else {}
-    env.update(os.environ if environ is None else environ)
-
-    def get(name: str) -> str | None:
-        value = env.get(name)
-        return value if value is not None and value.strip() != "" else None
+    values: dict[str, str] = read_dotenv(dotenv) if dotenv is not None else {}
+    values.update(os.environ if environ is None else environ)
+    env = Env(values)
+    get = env.get
 
     kwargs: dict[str, object] = {}
-
-    if (raw := get("RUNPOD_API_KEY")) is not None:
-        kwargs["runpod_accounts"] = parse_accounts(raw, "RUNPOD_API_KEY", "runpod")
-    if (raw := get("VAST_API_KEY")) is not None:
-        kwargs["vast_accounts"] = parse_accounts(raw, "VAST_API_KEY", "vast")
-    for variable, attr in (
-        ("RUNPOD_API_URL", "runpod_api_url"),
-        ("RUNPOD_GRAPHQL_URL", "runpod_graphql_url"),
-        ("VAST_API_URL", "vast_api_url"),
-        ("TELEGRAM_API_URL", "telegram_api_url"),
-    ):
-        if (raw := get(variable)) is not None:
-            kwargs[attr] = _parse_url(raw, variable)
+    providers = [plugin_settings(path).read(env) for path in PROVIDERS.values()]
+    kwargs["providers"] = tuple(p for p in providers if isinstance(p, ProviderSettings))
 
     if (raw := get("REAPER_MODE")) is not None:
         mode = raw.strip().lower()
@@ -341,60 +396,43 @@ def load_settings(
         ("REAPER_STOPPED_TTL", "stopped_ttl"),
         ("REAPER_WARN_BEFORE", "warn_before"),
         ("HEARTBEAT_TIMEOUT", "heartbeat_timeout"),
-        ("HEARTBEAT_REPEAT", "heartbeat_repeat"),
         ("REAPER_REAP_EVERY", "reap_every"),
         ("REAPER_WATCH_EVERY", "watch_every"),
-        ("IDLE_ALERT_AFTER", "idle_alert_after"),
         ("REAPER_VOLUME_ORPHAN_AFTER", "volume_orphan_after"),
     ):
         if (raw := get(variable)) is not None:
             kwargs[attr] = parse_duration(raw, variable)
+    # Durations that turn an alert on also take `off`.
     for variable, attr in (
+        ("HEARTBEAT_REPEAT", "heartbeat_repeat"),
+        ("IDLE_ALERT_AFTER", "idle_alert_after"),
         ("REAPER_MAX_RUNTIME", "max_runtime"),
         ("REAPER_STUCK_AFTER", "stuck_after"),
     ):
         if (raw := get(variable)) is not None:
             kwargs[attr] = parse_optional_duration(raw, variable)
     if (raw := get("REAPER_REQUIRE_CHANNEL")) is not None:
-        kwargs["require_channel"] = _parse_bool(raw, "REAPER_REQUIRE_CHANNEL")
+        kwargs["require_channel"] = parse_bool(raw, "REAPER_REQUIRE_CHANNEL")
 
     if (raw := get("REAPER_MAX_TERMINATIONS")) is not None:
-        kwargs["max_terminations"] = _parse_int(raw, "REAPER_MAX_TERMINATIONS", 0)
+        kwargs["max_terminations"] = parse_int(raw, "REAPER_MAX_TERMINATIONS", 0)
     if (raw := get("REAPER_MAX_MONITORS")) is not None:
-        kwargs["max_monitors"] = _parse_int(raw, "REAPER_MAX_MONITORS", 1)
+        kwargs["max_monitors"] = parse_int(raw, "REAPER_MAX_MONITORS", 1)
     if (raw := get("BALANCE_MIN")) is not None:
-        kwargs["balance_min"] = _parse_float(raw, "BALANCE_MIN")
+        kwargs["balance_min"] = parse_float(raw, "BALANCE_MIN")
     if (raw := get("HEARTBEAT_REQUIRED")) is not None:
-        kwargs["heartbeat_required"] = _parse_bool(raw, "HEARTBEAT_REQUIRED")
+        kwargs["heartbeat_required"] = parse_bool(raw, "HEARTBEAT_REQUIRED")
     if (raw := get("REAPER_PROTECT")) is not None:
         kwargs["protect_marker"] = raw.strip()
     if (raw := get("REAPER_STATE")) is not None:
         kwargs["state"] = parse_state_url(raw.strip())
     if (raw := get("REAPER_PING_KEY")) is not None:
-        kwargs["ping_key"] = _parse_url_key(raw, "REAPER_PING_KEY")
+        kwargs["ping_key"] = parse_url_key(raw, "REAPER_PING_KEY")
     if (raw := get("REAPER_ADMIN_KEY")) is not None:
-        kwargs["admin_key"] = _parse_url_key(raw, "REAPER_ADMIN_KEY")
+        kwargs["admin_key"] = parse_url_key(raw, "REAPER_ADMIN_KEY")
 
-    token, chat = get("TELEGRAM_BOT_TOKEN"), get("TELEGRAM_CHAT_ID")
-    if token and not chat:
-        raise ConfigError("TELEGRAM_CHAT_ID", "required when TELEGRAM_BOT_TOKEN is set")
-    if chat and not token:
-        raise ConfigError("TELEGRAM_BOT_TOKEN", "required when TELEGRAM_CHAT_ID is set")
-    if token and chat:
-        if not re.fullmatch(r"\d+:[A-Za-z0-9_-]+", token.strip()):
-            raise ConfigError("TELEGRAM_BOT_TOKEN", "expected a bot token like 123456:ABC-DEF...")
-        if not re.fullmatch(r"-?\d+|@[A-Za-z0-9_]{5,}", chat.strip()):
-            raise ConfigError("TELEGRAM_CHAT_ID", "expected a numeric chat id or @channelname")
-        kwargs["telegram_bot_token"] = token.strip()
-        kwargs["telegram_chat_id"] = chat.strip()
-    if (raw := get("BARK_URL")) is not None:
-        # The device key is in the path: a malformed value is never echoed.
-        url = _parse_url(raw, "BARK_URL", echo=False)
-        if not urlsplit(url).path.strip("/"):
-            raise ConfigError(
-                "BARK_URL", "expected https://<server>/<device_key>, the key is missing"
-            )
-        kwargs["bark_url"] = url
+    channels = [plugin_settings(path).read(env) for path in CHANNELS.values()]
+    kwargs["channels"] = tuple(c for c in channels if isinstance(c, ChannelSettings))
 
     settings = Settings(**kwargs)  # type: ignore[arg-type]
     _check_relations(settings)

@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import asyncio
 import atexit
-import dataclasses
 from collections.abc import Iterator, Sequence
 from contextlib import ExitStack, contextmanager
 from dataclasses import dataclass
@@ -15,16 +14,18 @@ from typing import Any
 
 import httpx
 
-from reaper.clock import FakeClock
+from emulators.channels import RecordingNotifier
+from emulators.clock import FakeClock
+from reaper.channels.base import Notifier
 from reaper.config import Settings, StateURL
-from reaper.heartbeat import WatchReport, watch_pass
-from reaper.http import Limits
-from reaper.models import Alert, Delivery
-from reaper.notify.base import Notifier, RecordingNotifier
+from reaper.core.models import Alert, Delivery
+from reaper.interfaces.http import Limits
+from reaper.interfaces.ratelimit import Rate
+from reaper.interfaces.serve import Job, ReaperASGI, RunningServer, build_asgi, serving
+from reaper.passes.watch import WatchReport, watch_pass
 from reaper.providers.base import ProviderClient
-from reaper.ratelimit import Rate
-from reaper.server import Job, ReaperASGI, RunningServer, build_asgi, serving
 from reaper.store.sqlite import SQLiteStore
+from tests.settings_support import replaced
 
 KEY = "ping-key-for-tests-0123"
 ADMIN = "admin-key-for-tests-4567"
@@ -44,7 +45,7 @@ def make_settings(tmp_path: Path, **overrides: Any) -> Settings:
         heartbeat_timeout=timedelta(minutes=5),
         heartbeat_repeat=timedelta(hours=1),
     )
-    return dataclasses.replace(base, **overrides)
+    return replaced(base, **overrides)
 
 
 class FailingNotifier:
@@ -171,7 +172,8 @@ def silent_server() -> Iterator[str]:
 
 def watch_with_providers(app: Served, **kwargs: Any) -> WatchReport:
     """One watch pass with real provider clients (made and closed inside the pass's loop)."""
-    from reaper.providers import HttpOptions, make_clients
+    from reaper.providers.base import make_clients
+    from reaper.providers.http import HttpOptions
 
     async def run() -> WatchReport:
         options = HttpOptions(timeout=5, max_attempts=1, backoff_base=0.001, backoff_cap=0.01)

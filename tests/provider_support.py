@@ -9,10 +9,13 @@ from typing import Any, TypeVar
 
 import pytest
 
+from emulators import RunPodEmulator
+from emulators.server import EmulatorServer
 from reaper.config import Account
-from reaper.providers import HttpOptions, ProviderError, RunPodClient, VastClient
-from reaper.providers.emulator import RunPodEmulator
-from reaper.providers.emulator.server import EmulatorServer
+from reaper.providers.base import ProviderError
+from reaper.providers.http import HttpOptions
+from reaper.providers.runpod.client import RunPodClient
+from reaper.providers.vast.client import VastClient
 
 # Tiny backoffs so that retries cost milliseconds.
 FAST = HttpOptions(timeout=2, max_attempts=2, backoff_base=0.001, backoff_cap=0.004)

@@ -9,19 +9,23 @@ import subprocess
 import sys
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
-from reaper.clock import FakeClock
+from emulators import RunPodEmulator, VastEmulator
+from emulators.channels import RecordingNotifier
+from emulators.clock import FakeClock
+from reaper.channels.base import Notifier
 from reaper.config import Account, Settings, StateURL
-from reaper.models import Alert, Delivery
-from reaper.notify.base import Notifier, RecordingNotifier
-from reaper.providers import HttpOptions, make_clients
-from reaper.providers.emulator import RunPodEmulator, VastEmulator
-from reaper.reap import ConfirmOptions, ReapReport, reap_pass
+from reaper.core.models import Alert, Delivery
+from reaper.passes.reap import ConfirmOptions, ReapReport, reap_pass
+from reaper.providers.base import make_clients
+from reaper.providers.http import HttpOptions
 from reaper.store.sqlite import SQLiteStore
+from tests.settings_support import replaced
+from tests.settings_support import settings as settings_of
 
 START = datetime(2026, 3, 2, 9, 0, tzinfo=UTC)
 RUNPOD_KEY = "rp-test-key-0123456789"
@@ -79,6 +83,12 @@ class World:
             if own_store:
                 store.close()
 
+    def set_clock(self, clock: FakeClock) -> None:
+        """Run on another clock, the emulators' answers dated by it too."""
+        self.clock = clock
+        self.runpod._now = clock.now
+        self.vast._now = clock.now
+
     def advance(self, hours: float) -> None:
         self.clock.advance(timedelta(hours=hours))
 
@@ -115,7 +125,7 @@ def world(tmp_path: Path, *, start: datetime = START, **settings_overrides: Any)
         RunPodEmulator({"main": RUNPOD_KEY}, now=clock.now) as runpod,
         VastEmulator({"main": VAST_KEY}, now=clock.now) as vast,
     ):
-        settings = Settings(
+        settings = settings_of(
             runpod_accounts=(Account("runpod", "main", RUNPOD_KEY),),
             vast_accounts=(Account("vast", "main", VAST_KEY),),
             runpod_api_url=runpod.rest_url,
@@ -123,7 +133,7 @@ def world(tmp_path: Path, *, start: datetime = START, **settings_overrides: Any)
             vast_api_url=vast.url,
             state=StateURL("sqlite", str(tmp_path / "state" / "reaper.db")),
         )
-        settings = replace(settings, **settings_overrides)
+        settings = replaced(settings, **settings_overrides)
         yield World(
             runpod, vast, settings, clock, RecordingNotifier(), tmp_path / "state" / "reaper.db"
         )
@@ -168,7 +178,9 @@ def events(notifier: RecordingNotifier) -> list[str]:
 def cli(
     w: World, *args: str, extra_env: dict[str, str] | None = None
 ) -> subprocess.CompletedProcess[str]:
-    """`reaper <args>` in a subprocess, configured for this world's emulators and state."""
+    """`reaper <args>` in a subprocess, configured for this world's emulators and state. The
+    subprocess reads the real clock: a world whose reap passes run there starts at the real
+    time (`world(..., start=datetime.now(UTC))`), or the providers' clocks look far off."""
     env = {
         "PATH": os.environ["PATH"],
         "HOME": str(w.state_path.parent.parent),
@@ -176,7 +188,7 @@ def cli(
         **(extra_env or {}),
     }
     return subprocess.run(
-        [sys.executable, "-m", "reaper.cli", *args],
+        [sys.executable, "-m", "reaper", *args],
         env=env,
         cwd=w.state_path.parent.parent,
         capture_output=True,

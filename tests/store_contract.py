@@ -22,8 +22,8 @@ from datetime import UTC, datetime, timedelta, timezone
 
 import pytest
 
-from reaper.clock import FakeClock
-from reaper.models import (
+from emulators.clock import FakeClock
+from reaper.core.models import (
     AuditRecord,
     Episode,
     Instance,

@@ -18,6 +18,7 @@ from reaper.secrets import (
     normalise_prefix,
 )
 from tests.aws_support import PREFIX, Account, aws_account
+from tests.settings_support import Flat
 
 RUNPOD_KEY = "rpa_SSMSECRETKEY0123456789"
 PING_KEY = "ping-key-from-ssm-42"
@@ -58,7 +59,7 @@ def test_settings_come_from_secure_strings(account: Account) -> None:
     account.put_secret("REAPER_PING_KEY", PING_KEY)
     account.put_secret("TELEGRAM_BOT_TOKEN", "123456:ABCdef_ghi")
     account.put_secret("TELEGRAM_CHAT_ID", "-1001234")
-    settings = lambda_settings(env(REAPER_MODE="observe"), client=account.ssm)
+    settings = Flat(lambda_settings(env(REAPER_MODE="observe"), client=account.ssm))
     assert [(a.name, a.key) for a in settings.runpod_accounts] == [("main", RUNPOD_KEY)]
     assert settings.ping_key == PING_KEY
     assert settings.telegram_bot_token == "123456:ABCdef_ghi"
@@ -73,9 +74,11 @@ def test_secrets_in_the_plain_environment_are_ignored(
     """A key pasted into the Lambda environment (visible to anyone who may read the
     function's configuration) is not used: SSM is the only source."""
     account.put_secret("REAPER_PING_KEY", PING_KEY)
-    settings = lambda_settings(
-        env(REAPER_PING_KEY="pasted-into-environment", RUNPOD_API_KEY="rpa_PASTED000"),
-        client=account.ssm,
+    settings = Flat(
+        lambda_settings(
+            env(REAPER_PING_KEY="pasted-into-environment", RUNPOD_API_KEY="rpa_PASTED000"),
+            client=account.ssm,
+        )
     )
     assert settings.ping_key == PING_KEY
     assert settings.runpod_accounts == ()

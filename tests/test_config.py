@@ -6,14 +6,17 @@ import subprocess
 import sys
 from datetime import timedelta
 from pathlib import Path
+from typing import Any
 
 import pytest
 
-from reaper.config import ConfigError, Settings, load_settings, parse_duration
+from reaper.config import ConfigError, load_settings, parse_duration
+from tests.settings_support import Flat
 
 
-def load(env: dict[str, str], dotenv: Path | None = None) -> Settings:
-    return load_settings(env, dotenv=dotenv)
+def load(env: dict[str, str], dotenv: Path | None = None) -> Any:
+    """The settings, readable by the flat names of the variables they came from."""
+    return Flat(load_settings(env, dotenv=dotenv))
 
 
 def test_defaults_match_the_contract() -> None:
@@ -211,7 +214,7 @@ def test_reap_requires_a_provider_key() -> None:
 def run_cli(*args: str, env: dict[str, str], cwd: Path) -> subprocess.CompletedProcess[str]:
     base = {"PATH": "/usr/bin:/bin", "HOME": str(cwd), "XDG_STATE_HOME": str(cwd / "state")}
     return subprocess.run(
-        [sys.executable, "-m", "reaper.cli", *args],
+        [sys.executable, "-m", "reaper", *args],
         env={**base, **env},
         cwd=cwd,
         capture_output=True,

@@ -18,7 +18,7 @@ from jsonschema import Draft202012Validator
 from referencing import Registry, Resource
 from referencing.jsonschema import DRAFT202012
 
-from reaper.providers.emulator import RunPodEmulator, VastEmulator
+from emulators import RunPodEmulator, VastEmulator
 
 RP_KEY = "rp-schema-key-0006"
 VAST_KEY = "vast-schema-key-0006"

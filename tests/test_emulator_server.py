@@ -13,7 +13,7 @@ from concurrent.futures import ThreadPoolExecutor
 import httpx
 import pytest
 
-from reaper.providers.emulator import RunPodEmulator, VastEmulator
+from emulators import RunPodEmulator, VastEmulator
 
 RP_KEY = "rp-server-key-0008"
 VAST_KEY = "vast-server-key-0008"

@@ -2,26 +2,29 @@
 
 from __future__ import annotations
 
+from dataclasses import replace
 from datetime import UTC, datetime, timedelta
 
 from reaper.config import Settings
-from reaper.guards import (
-    Finding,
-    detect,
-    due,
+from reaper.core.leaks import (
     frozen_instances,
     hours_left,
     idle_instances,
-    is_low,
     leak_key,
     orphan_volumes,
     over_max_runtime,
-    parse_leak_key,
     stuck_instances,
+)
+from reaper.core.models import Balance, Episode, Instance, Volume
+from reaper.passes.guards import (
+    Finding,
+    detect,
+    due,
+    is_low,
+    parse_leak_key,
     undetermined_keys,
     with_spend,
 )
-from reaper.models import Balance, Episode, Instance, Volume
 
 NOW = datetime(2026, 6, 1, 12, 0, tzinfo=UTC)
 H = timedelta(hours=1)
@@ -35,6 +38,8 @@ def inst(id_: str, state: str, raw: str, provider: str = "vast", **kw: object) -
         "name": f"job-{id_}",
         "state": state,
         "raw_status": raw,
+        # As the Vast client reads it: paused with its GPU still billed.
+        "frozen": provider == "vast" and raw == "frozen",
     }
     fields.update(kw)
     return Instance.model_validate(fields)
@@ -144,7 +149,7 @@ def test_detect_gathers_every_kind_and_skips_terminated() -> None:
         inst("3", "running", "running", gpu_util=0.0, started_at=NOW - 3 * H),
         inst("p9", "terminated", "TERMINATED", provider="runpod", created_at=NOW - 90 * H),
     ]
-    found = detect(fleet, [vol("v1", False)], NOW, settings, volume_orphan_after=5 * H)
+    found = detect(fleet, [vol("v1", False)], NOW, replace(settings, volume_orphan_after=5 * H))
     kinds = sorted((f.kind, f.id) for f in found)
     assert kinds == [
         ("frozen", "1"),

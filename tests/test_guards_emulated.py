@@ -12,15 +12,17 @@ from pathlib import Path
 
 import pytest
 
-from reaper.clock import FakeClock
+from emulators import RunPodEmulator, VastEmulator
+from emulators.channels import RecordingNotifier
+from emulators.clock import FakeClock
 from reaper.config import Account, Settings, StateURL
-from reaper.guards import GuardReport
-from reaper.models import Alert
-from reaper.notify.base import RecordingNotifier
-from reaper.providers import HttpOptions, make_clients
-from reaper.providers.emulator import RunPodEmulator, VastEmulator
-from reaper.reap import ReapReport, reap_pass
+from reaper.core.models import Alert
+from reaper.passes.guards import GuardReport
+from reaper.passes.reap import ReapReport, reap_pass
+from reaper.providers.base import make_clients
+from reaper.providers.http import HttpOptions
 from reaper.store.sqlite import SQLiteStore
+from tests.settings_support import settings as settings_of
 
 FAST = HttpOptions(timeout=2, max_attempts=2, backoff_base=0.001, backoff_cap=0.005)
 RP_KEY = "rp-guard-key-0001"
@@ -67,7 +69,7 @@ def world(tmp_path: Path) -> Iterator[World]:
         RunPodEmulator({"main": RP_KEY}, now=clock.now) as runpod,
         VastEmulator({"main": VAST_KEY}, now=clock.now) as vast,
     ):
-        settings = Settings(
+        settings = settings_of(
             runpod_accounts=(Account("runpod", "main", RP_KEY),),
             vast_accounts=(Account("vast", "main", VAST_KEY),),
             runpod_api_url=runpod.rest_url,

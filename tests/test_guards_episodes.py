@@ -5,19 +5,33 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 import pytest
 
-from reaper.clock import FakeClock
+from emulators.channels import RecordingNotifier
+from emulators.clock import FakeClock
+from reaper.channels.base import Notifier
 from reaper.config import Account, Settings
-from reaper.guards import GuardReport, guard_pass, leak_key
-from reaper.models import Alert, Balance, Delivery, Instance, ProviderName, Volume
-from reaper.notify.base import RecordingNotifier
+from reaper.core.leaks import leak_key
+from reaper.core.models import (
+    AccountError,
+    Alert,
+    Balance,
+    Delivery,
+    Instance,
+    ProviderName,
+    Volume,
+)
+from reaper.interfaces.views import guards_json
+from reaper.passes.context import Context
+from reaper.passes.guards import GuardReport, guard_pass
+from reaper.passes.observe import Observation
 from reaper.providers.base import ProviderError, TerminateOutcome
 from reaper.store.sqlite import SQLiteStore
+from tests.settings_support import settings as settings_of
 
 START = datetime(2026, 6, 1, 12, 0, tzinfo=UTC)
 H = timedelta(hours=1)
@@ -81,6 +95,8 @@ def vast_inst(id_: str, state: str, raw: str, **kw: object) -> Instance:
         "name": f"job-{id_}",
         "state": state,
         "raw_status": raw,
+        # As the Vast client reads it: paused with its GPU still billed.
+        "frozen": raw == "frozen",
     }
     fields.update(kw)
     return Instance.model_validate(fields)
@@ -98,7 +114,7 @@ def runpod_volume(id_: str, attached: bool | None) -> Volume:
     )
 
 
-SETTINGS = Settings(
+SETTINGS = settings_of(
     runpod_accounts=(Account("runpod", "main", "rp-key-000000"),),
     vast_accounts=(Account("vast", "main", "vast-key-000000"),),
     balance_min=5.0,
@@ -117,20 +133,38 @@ class Rig:
     settings: Settings = SETTINGS
 
     def run(
-        self, fleet: list[Instance], *, failed: tuple[tuple[str, str], ...] = (), **kw: object
+        self,
+        fleet: list[Instance],
+        *,
+        failed: tuple[tuple[str, str], ...] = (),
+        dry_run: bool = False,
+        volume_orphan_after: timedelta | None = None,
+        store: SQLiteStore | None = None,
+        notifier: Notifier | None = None,
+        clients: list[FakeClient] | None = None,
     ) -> GuardReport:
-        return asyncio.run(
-            guard_pass(
-                self.settings,
-                self.store,
-                [self.runpod, self.vast],
-                self.notifier,
-                self.clock,
-                fleet,
-                failed_accounts=failed,
-                **kw,  # type: ignore[arg-type]
-            )
+        """One guard pass on `fleet` as the reap pass's listing (`failed`: accounts whose
+        listing failed)."""
+        settings = self.settings
+        if volume_orphan_after is not None:
+            settings = replace(settings, volume_orphan_after=volume_orphan_after)
+        clients = clients or [self.runpod, self.vast]
+        accounts = [(c.provider, c.account) for c in clients]
+        seen = Observation(
+            instances=fleet,
+            errors=[AccountError(provider=p, account=a, message="failed") for p, a in failed],
+            listed=accounts,
+            complete={a for a in accounts if a not in failed},
         )
+        ctx = Context.make(
+            settings,
+            store or self.store,
+            clients,
+            notifier or self.notifier,
+            self.clock,
+            dry_run=dry_run,
+        )
+        return asyncio.run(guard_pass(ctx, seen, fleet))
 
     def events(self, event: str) -> list[Alert]:
         return [a for a in self.notifier.alerts if a.event == event]
@@ -258,11 +292,7 @@ def test_a_failed_volume_listing_keeps_the_orphan_clock(rig: Rig) -> None:
 
 
 def test_max_runtime_alerts_once_per_run(tmp_path: Path, rig: Rig) -> None:
-    rig.settings = Settings(
-        runpod_accounts=SETTINGS.runpod_accounts,
-        vast_accounts=SETTINGS.vast_accounts,
-        max_runtime=10 * H,
-    )
+    rig.settings = replace(SETTINGS, max_runtime=10 * H)
     long = vast_inst("4", "running", "running", started_at=START - 11 * H, gpu_util=80.0)
     for _ in range(3):
         rig.run([long])
@@ -328,7 +358,7 @@ def test_a_failed_listing_infers_nothing_gone_and_adds_no_second_alert(rig: Rig)
 def test_undelivered_alerts_are_retried_next_pass(rig: Rig) -> None:
     failing = FailingNotifier()
     frozen = vast_inst("7", "unknown", "frozen")
-    asyncio.run(guard_pass(rig.settings, rig.store, [rig.vast], failing, rig.clock, [frozen]))
+    rig.run([frozen], notifier=failing, clients=[rig.vast])
     rig.run([frozen])
     rig.run([frozen])
     assert len(failing.alerts) == 1
@@ -339,20 +369,11 @@ def test_dry_run_writes_and_sends_nothing(tmp_path: Path, rig: Rig) -> None:
     read_only = SQLiteStore(str(tmp_path / "absent.db"), read_only=True)
     rig.vast.balance_value = 1.0
     frozen = vast_inst("7", "unknown", "frozen")
-    report = asyncio.run(
-        guard_pass(
-            rig.settings,
-            read_only,
-            [rig.runpod, rig.vast],
-            rig.notifier,
-            rig.clock,
-            [frozen],
-            dry_run=True,
-        )
-    )
+    report = rig.run([frozen], store=read_only, dry_run=True)
     read_only.close()
     assert report.warnings == []
-    assert report.alerted == [leak_key("frozen", "vast", "main", "7")]
+    # What it would have alerted: the frozen instance and the low balance; nothing was sent.
+    assert report.alerted == ["balance:vast:main", leak_key("frozen", "vast", "main", "7")]
     assert rig.notifier.alerts == []
     assert not (tmp_path / "absent.db").exists()
 
@@ -361,7 +382,7 @@ def test_guard_report_json_has_leaks_balances_and_warnings(rig: Rig) -> None:
     rig.vast.balance_value = 2.0
     rig.runpod.balance_error = "GraphQL HTTP 404"
     report = rig.run([vast_inst("7", "unknown", "frozen", cost_per_hour=None)])
-    data = report.to_json()
+    data = guards_json(report)
     assert data["leaks"][0]["kind"] == "frozen" and data["leaks"][0]["alerted"] is True
     [vast] = [b for b in data["balances"] if b["provider"] == "vast"]
     assert vast["low"] is True and vast["balance"] == 2.0

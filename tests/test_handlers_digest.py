@@ -7,8 +7,8 @@ from collections.abc import Iterator
 
 import pytest
 
+from emulators import RunPodEmulator
 from handlers.digest import handler
-from reaper.providers.emulator import RunPodEmulator
 from tests.aws_support import Account, aws_account, scheduled_event
 from tests.fakes.bark import BarkFake
 

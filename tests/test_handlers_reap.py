@@ -9,9 +9,9 @@ from datetime import UTC, datetime, timedelta
 
 import pytest
 
+from emulators import RunPodEmulator
 from handlers.reap import handler
-from reaper.models import KeptInstance, WarningRecord
-from reaper.providers.emulator import RunPodEmulator
+from reaper.core.models import KeptInstance, WarningRecord
 from tests.aws_support import Account, aws_account, json_lines, scheduled_event
 
 RUNPOD_KEY = "rp-lambda-key-0123456789"

@@ -9,7 +9,7 @@ from datetime import UTC, datetime, timedelta
 import pytest
 
 from handlers.watch import handler
-from reaper.models import Monitor
+from reaper.core.models import Monitor
 from tests.aws_support import Account, aws_account, scheduled_event
 from tests.fakes.bark import BarkFake
 

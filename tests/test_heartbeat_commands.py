@@ -8,8 +8,8 @@ from pathlib import Path
 
 import pytest
 
-from reaper.cli import main
-from reaper.models import Monitor
+from reaper.core.models import Monitor
+from reaper.interfaces.cli import main
 from reaper.store.sqlite import SQLiteStore
 
 

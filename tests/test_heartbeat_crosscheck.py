@@ -11,9 +11,9 @@ from pathlib import Path
 
 import pytest
 
+from emulators import RunPodEmulator, VastEmulator
 from reaper.config import Account
-from reaper.models import Monitor
-from reaper.providers.emulator import RunPodEmulator, VastEmulator
+from reaper.core.models import Monitor
 from tests.heartbeat_support import Served, make_settings, served, watch_with_providers
 
 

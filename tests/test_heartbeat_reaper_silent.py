@@ -7,7 +7,7 @@ from datetime import datetime, timedelta
 from pathlib import Path
 
 from reaper.config import Account
-from reaper.models import ReapRun
+from reaper.core.models import ReapRun
 from tests.heartbeat_support import Served, make_settings, served
 
 ACCOUNT = (Account("runpod", "main", "rp-key-main"),)

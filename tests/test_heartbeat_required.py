@@ -11,10 +11,10 @@ from pathlib import Path
 
 import pytest
 
-from reaper.clock import FakeClock
+from emulators import RunPodEmulator
+from emulators.clock import FakeClock
 from reaper.config import Account
-from reaper.models import ReapRun
-from reaper.providers.emulator import RunPodEmulator
+from reaper.core.models import ReapRun
 from tests.heartbeat_support import Served, make_settings, served, watch_with_providers
 
 

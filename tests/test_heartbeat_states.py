@@ -10,8 +10,8 @@ from pathlib import Path
 
 import pytest
 
-from reaper.heartbeat import STORM_LIMIT
-from reaper.models import Monitor
+from reaper.core.models import Monitor
+from reaper.passes.watch import STORM_LIMIT
 from tests.heartbeat_support import ADMIN, Served, make_settings, served
 
 

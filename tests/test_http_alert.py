@@ -13,10 +13,12 @@ from typing import Any
 
 import pytest
 
-from reaper.clock import FakeClock
+from emulators.channels import RecordingNotifier
+from emulators.clock import FakeClock
+from reaper.channels.base import Notifier
 from reaper.config import Settings
-from reaper.heartbeat import UNDELIVERED_ALERT
-from reaper.http import (
+from reaper.core.models import Alert, Delivery
+from reaper.interfaces.http import (
     ALERT_LIMIT,
     REQUEST_CHANNEL_OPTIONS,
     REQUEST_SEND_BUDGET,
@@ -25,8 +27,7 @@ from reaper.http import (
     Response,
     handle,
 )
-from reaper.models import Alert, Delivery
-from reaper.notify.base import Notifier, RecordingNotifier
+from reaper.passes.watch import UNDELIVERED_ALERT
 from reaper.store.sqlite import SQLiteStore
 from tests.heartbeat_support import KEY, WIDE, FailingNotifier, Served, make_settings, served
 

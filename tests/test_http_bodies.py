@@ -11,8 +11,8 @@ from typing import Any
 
 import pytest
 
-from reaper.http import MAX_BODY, MESSAGE_LIMIT
-from reaper.server import read_body
+from reaper.interfaces.http import MAX_BODY, MESSAGE_LIMIT
+from reaper.interfaces.serve import read_body
 from tests.heartbeat_support import KEY, Served, make_settings, served
 
 

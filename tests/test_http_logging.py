@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 from reaper import log
-from reaper.http import redact_path
+from reaper.interfaces.http import redact_path
 from tests.heartbeat_support import ADMIN, KEY, make_settings, served
 from tests.log_support import json_log
 

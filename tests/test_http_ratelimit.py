@@ -8,9 +8,9 @@ from pathlib import Path
 
 import pytest
 
-from reaper.clock import FakeClock
-from reaper.http import Limits
-from reaper.ratelimit import Rate, TokenBuckets, retry_after
+from emulators.clock import FakeClock
+from reaper.interfaces.http import Limits
+from reaper.interfaces.ratelimit import Rate, TokenBuckets, retry_after
 from tests.heartbeat_support import KEY, make_settings, served
 
 LIMITS = Limits(

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from reaper.models import ReapRun
+from reaper.core.models import ReapRun
 from tests.heartbeat_support import ADMIN, KEY, make_settings, served
 
 

@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 
 from reaper.config import Account
-from reaper.models import Monitor
+from reaper.core.models import Monitor
 from tests.heartbeat_support import KEY, Served, make_settings, served, watch_with_providers
 from tests.kit_fakes.harness import POD_KEY, Kit
 

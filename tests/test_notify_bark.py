@@ -8,12 +8,12 @@ from collections.abc import Iterator
 
 import pytest
 
-from reaper.config import Settings
-from reaper.models import Alert, AlertLevel, Delivery
-from reaper.notify import ChannelOptions, make_notifier
-from reaper.notify.bark import CUT, BarkChannel
+from reaper.channels.bark import CUT, BarkChannel
+from reaper.channels.fanout import ChannelOptions, make_notifier
+from reaper.core.models import Alert, AlertLevel, Delivery
 from tests.fakes import FakeSleep
 from tests.fakes.bark import BarkFake
+from tests.settings_support import settings as settings_of
 
 
 @pytest.fixture
@@ -32,7 +32,7 @@ def send(bark_url: str, alert: Alert, sleep: FakeSleep, *, timeout: float = 2.0)
         timeout=timeout, max_attempts=3, backoff_base=0.5, deadline=10.0, sleep=sleep
     )
     deliveries = asyncio.run(
-        make_notifier(Settings(bark_url=bark_url), options=options).send(alert)
+        make_notifier(settings_of(bark_url=bark_url), options=options).send(alert)
     )
     assert [d.channel for d in deliveries] == ["bark"]
     return deliveries[0]

@@ -11,23 +11,27 @@ from typing import Any
 
 import pytest
 
-from reaper import log, notify
-from reaper.config import Settings
-from reaper.models import Alert
-from reaper.notify import (
+from reaper import log
+from reaper.channels.bark import BarkChannel
+from reaper.channels.fanout import (
     ChannelOptions,
+    ChannelRequest,
     FanoutNotifier,
     LogNotifier,
+    Verdict,
     channels_configured,
     make_notifier,
 )
-from reaper.notify.bark import BarkChannel
-from reaper.notify.fanout import ChannelRequest, Verdict
-from reaper.notify.telegram import TelegramChannel
+from reaper.channels.telegram import TelegramChannel
+from reaper.config import Settings
+from reaper.core.models import Alert
+from reaper.interfaces import commands
 from tests.fakes import FakeSleep
 from tests.fakes.bark import BarkFake
 from tests.fakes.telegram import TelegramFake
 from tests.log_support import json_log
+from tests.settings_support import replaced
+from tests.settings_support import settings as settings_of
 
 
 @pytest.fixture
@@ -49,7 +53,7 @@ def log_stream() -> Iterator[io.StringIO]:
 
 
 def both(telegram: TelegramFake, bark: BarkFake) -> Settings:
-    return Settings(
+    return settings_of(
         telegram_bot_token=telegram.token,
         telegram_chat_id=telegram.chat_id,
         telegram_api_url=telegram.url,
@@ -70,17 +74,17 @@ def quick(**overrides: Any) -> ChannelOptions:
 
 
 def test_channels_configured() -> None:
-    assert channels_configured(Settings()) == []
-    telegram_only = Settings(telegram_bot_token="1:abc", telegram_chat_id="5")
+    assert channels_configured(settings_of()) == []
+    telegram_only = settings_of(telegram_bot_token="1:abc", telegram_chat_id="5")
     assert channels_configured(telegram_only) == ["telegram"]
-    assert channels_configured(Settings(bark_url="https://api.day.app/k")) == ["bark"]
+    assert channels_configured(settings_of(bark_url="https://api.day.app/k")) == ["bark"]
     assert channels_configured(
-        Settings(telegram_bot_token="1:abc", telegram_chat_id="5", bark_url="https://b/k")
+        settings_of(telegram_bot_token="1:abc", telegram_chat_id="5", bark_url="https://b/k")
     ) == ["telegram", "bark"]
 
 
 def test_no_channel_means_the_log(log_stream: io.StringIO) -> None:
-    notifier = make_notifier(Settings())
+    notifier = make_notifier(settings_of())
     assert isinstance(notifier, LogNotifier)
     deliveries = asyncio.run(notifier.send(Alert(title="only logged")))
     assert [(d.channel, d.ok) for d in deliveries] == [("log", True)]
@@ -175,15 +179,15 @@ def test_lone_surrogates_do_not_break_delivery(telegram: TelegramFake, bark: Bar
 
 
 def test_test_alert_without_channels(capsys: pytest.CaptureFixture[str]) -> None:
-    assert notify.test_alert_command(Settings()) == 2
+    assert commands.test_alert_command(settings_of()) == 2
     err = capsys.readouterr().err
-    assert err == "reaper: TELEGRAM_BOT_TOKEN / BARK_URL: no alert channel configured\n"
+    assert err == "reaper: TELEGRAM_BOT_TOKEN / BARK_URL / NTFY_URL: no alert channel configured\n"
 
 
 def test_test_alert_all_ok(
     telegram: TelegramFake, bark: BarkFake, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    assert notify.test_alert_command(both(telegram, bark), options=quick()) == 0
+    assert commands.test_alert_command(both(telegram, bark), options=quick()) == 0
     assert capsys.readouterr().out == "telegram: ok\nbark: ok\n"
     assert telegram.messages[0].text.startswith("reaper test alert")
     assert bark.pushes[0]["title"] == "reaper test alert"
@@ -192,14 +196,8 @@ def test_test_alert_all_ok(
 def test_test_alert_one_failing(
     telegram: TelegramFake, bark: BarkFake, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    settings = both(telegram, bark)
-    settings = Settings(
-        telegram_bot_token=settings.telegram_bot_token,
-        telegram_chat_id=settings.telegram_chat_id,
-        telegram_api_url=settings.telegram_api_url,
-        bark_url=f"{bark.url}/UnknownDevice42",
-    )
-    assert notify.test_alert_command(settings, options=quick()) == 1
+    settings = replaced(both(telegram, bark), bark_url=f"{bark.url}/UnknownDevice42")
+    assert commands.test_alert_command(settings, options=quick()) == 1
     out = capsys.readouterr().out.splitlines()
     assert out[0] == "telegram: ok"
     assert out[1].startswith("bark: failed: HTTP 400: failed to get device token")

@@ -9,8 +9,11 @@ from datetime import UTC, datetime, timedelta
 
 import pytest
 
-from reaper.models import Alert, Instance
-from reaper.notify import messages
+from reaper.core import messages
+from reaper.core.leaks import Finding
+from reaper.core.models import Alert, Instance
+from reaper.providers.runpod.client import what_is_lost as runpod_loses
+from reaper.providers.vast.client import what_is_lost as vast_loses
 
 NOW = datetime(2026, 3, 4, 12, 0, tzinfo=UTC)
 
@@ -26,6 +29,9 @@ RUNPOD = Instance(
     container_disk_gb=20,
     volume_disk_gb=50,
     console_url="https://www.runpod.io/console/pods/abc123xyz",
+    # The provider's words, as its client reads them into every instance.
+    provider_label="RunPod",
+    termination_loses=runpod_loses(20, 50, None),
 )
 VAST = Instance(
     provider="vast",
@@ -37,6 +43,20 @@ VAST = Instance(
     cost_per_hour=0.35,
     started_at=NOW - timedelta(hours=3, minutes=20),
     container_disk_gb=100,
+    provider_label="Vast",
+    name_field="label",
+    termination_loses=vast_loses(100),
+)
+
+
+LEAK = Finding(
+    key="leak:frozen:vast:2:987654",
+    kind="frozen",
+    provider="vast",
+    account="2",
+    id="987654",
+    detail="frozen, $0.35/h",
+    cost_per_hour=0.35,
 )
 
 
@@ -44,7 +64,8 @@ def assert_phone_readable(alert: Alert) -> None:
     """One line of title; one line of body, except a folded list (one line per instance)."""
     assert alert.title.strip()
     assert "\n" not in alert.title
-    if alert.dedup_key != "termination_warnings":
+    folded = alert.dedup_key.startswith(("termination_warnings", "would_terminate:", "heartbeat:"))
+    if not folded:
         assert "\n" not in alert.body
     assert len(alert.title) <= 200
     assert alert.event != "alert"
@@ -107,15 +128,33 @@ def test_an_observe_warning_says_would_and_never_will() -> None:
 
 
 def test_a_folded_warning_names_each_instance_and_its_deadline() -> None:
-    alert = messages.termination_warnings(
+    [(keys, alert)] = messages.fold_warnings(
         [(RUNPOD, NOW + timedelta(hours=1)), (VAST, NOW + timedelta(hours=2))],
         NOW,
         "reaper:keep",
         next_check=NOW,
     )
+    assert keys == ["runpod:abc123xyz", "vast:987654"]
     assert alert.title.startswith("2 stopped instances will be terminated")
-    assert "llama-finetune (runpod:abc123xyz): 2026-03-04 13:00 UTC" in alert.body
-    assert "sd-batch (vast:987654): 2026-03-04 14:00 UTC" in alert.body
+    assert alert.body.splitlines()[:4] == [
+        "At 2026-03-04 13:00 UTC:",
+        "- llama-finetune (runpod:abc123xyz), $0.040/h",
+        "At 2026-03-04 14:00 UTC:",
+        "- sd-batch (vast:987654), $0.35/h",
+    ]
+
+
+def test_a_fold_too_long_for_its_channel_is_split_and_names_each_instance_once() -> None:
+    many = [
+        (RUNPOD.model_copy(update={"id": f"pod{n:04d}", "name": f"job-{n}"}), NOW)
+        for n in range(200)
+    ]
+    folded = messages.fold_warnings(many, NOW, "k", next_check=NOW, budget=2000)
+    assert len(folded) > 1
+    assert all(len(alert.body.encode()) <= 2000 for _keys, alert in folded)
+    named = [key for keys, _alert in folded for key in keys]
+    assert sorted(named) == sorted(inst.key for inst, _at in many)
+    assert len({alert.dedup_key for _keys, alert in folded}) == len(folded)
 
 
 def test_termination_warning_vast() -> None:
@@ -131,7 +170,9 @@ def test_termination_warning_vast() -> None:
 
 
 def test_network_volume_named_when_known() -> None:
-    inst = RUNPOD.model_copy(update={"network_volume_id": "vol-42"})
+    inst = RUNPOD.model_copy(
+        update={"network_volume_id": "vol-42", "termination_loses": runpod_loses(20, 50, "vol-42")}
+    )
     alert = messages.termination_warning(inst, NOW, NOW, "reaper:keep", next_check=NOW)
     assert "network volume vol-42 survives" in alert.body
     assert "terminated now" in alert.title
@@ -172,7 +213,7 @@ def test_instance_messages_carry_name_id_and_cost() -> None:
 
 
 def test_provider_and_fleet_messages() -> None:
-    failing = messages.provider_failing("runpod", "team", "HTTP 503 from /pods")
+    failing = messages.provider_failing("runpod", "RunPod", "team", "HTTP 503 from /pods")
     assert_phone_readable(failing)
     assert failing.title == "RunPod account team: API failing"
     assert "HTTP 503 from /pods" in failing.body
@@ -213,13 +254,13 @@ def test_reaper_silent_and_balance() -> None:
     never = messages.reaper_silent(None, NOW)
     assert "never" in never.title
 
-    low = messages.balance_low("vast", "2", 3.5, 0.5, 5.0)
+    low = messages.balance_low("vast", "Vast", "2", 3.5, 0.5, 5.0)
     assert_phone_readable(low)
     assert low.title == "Vast 2: balance $3.50 (below $5.00)"
     assert "About 7h left at $0.50/h" in low.body
     assert low.level == "warning"
-    assert messages.balance_low("vast", "2", 0.8, 0.5, 5.0).level == "critical"
-    assert "Nothing is billing" in messages.balance_low("runpod", "1", 3, 0, 5).body
+    assert messages.balance_low("vast", "Vast", "2", 0.8, 0.5, 5.0).level == "critical"
+    assert "Nothing is billing" in messages.balance_low("runpod", "RunPod", "1", 3, 0, 5).body
 
 
 def test_webhook_text_is_kept_exactly() -> None:
@@ -245,15 +286,23 @@ def _calls() -> dict[str, Callable[[], Alert]]:
         "termination_warning": lambda: messages.termination_warning(
             RUNPOD, NOW, NOW, "k", next_check=NOW
         ),
-        "termination_warnings": lambda: messages.termination_warnings(
+        "fold_warnings": lambda: messages.fold_warnings(
             [(RUNPOD, NOW), (VAST, NOW)], NOW, "k", next_check=NOW
+        )[0][1],
+        "fold_would_terminate": lambda: messages.fold_would_terminate([RUNPOD, VAST], NOW)[0],
+        "fold_heartbeat": lambda: messages.fold_heartbeat(
+            [messages.monitor_down(f"h{n}", NOW, NOW) for n in range(3)], 2
+        )[-1],
+        "leak_alert": lambda: messages.leak_alert(LEAK, NOW, NOW, label="Vast"),
+        "fetch_failed_alert": lambda: messages.fetch_failed_alert(
+            "vast", "1", "volumes", "HTTP 500", label="Vast"
         ),
-        "clock_behind": lambda: messages.clock_behind(NOW, NOW),
+        "clock_behind": lambda: messages.clock_behind("this clock is late"),
         "no_channel_hold": lambda: messages.no_channel_hold(2),
         "terminated": lambda: messages.terminated(VAST, None),
         "termination_unconfirmed": lambda: messages.termination_unconfirmed(VAST),
         "would_terminate": lambda: messages.would_terminate(VAST),
-        "provider_failing": lambda: messages.provider_failing("vast", "1", "boom"),
+        "provider_failing": lambda: messages.provider_failing("vast", "Vast", "1", "boom"),
         "cap_exceeded": lambda: messages.cap_exceeded(1, 0, [VAST], "REAPER_MAX_TERMINATIONS"),
         "monitor_down": lambda: messages.monitor_down("h", NOW, NOW),
         "monitor_still_down": lambda: messages.monitor_still_down("h", NOW, NOW),
@@ -263,7 +312,7 @@ def _calls() -> dict[str, Callable[[], Alert]]:
         "instance_stopped_watchdog": lambda: messages.instance_stopped_watchdog("h", VAST),
         "running_without_watchdog": lambda: messages.running_without_watchdog(RUNPOD, NOW),
         "reaper_silent": lambda: messages.reaper_silent(None, NOW),
-        "balance_low": lambda: messages.balance_low("runpod", "1", 1.0, None, 5.0),
+        "balance_low": lambda: messages.balance_low("runpod", "RunPod", "1", 1.0, None, 5.0),
         "test_message": messages.test_message,
         "webhook": lambda: messages.webhook("hi"),
     }
@@ -278,14 +327,19 @@ def test_every_event_renders() -> None:
         and inspect.signature(function).return_annotation in ("Alert", Alert)
     }
     calls = _calls()
-    assert public == set(calls), "a message function without a rendering test"
+    assert public <= set(calls), "a message function without a rendering test"
     for name, call in calls.items():
         alert = call()
         assert_phone_readable(alert)
         # A one-line webhook text is all title; every event of reaper's own says what to do.
         assert alert.body.strip() or name == "webhook", name
-        expected = {"test_message": "test", "termination_warnings": "termination_warning"}.get(
-            name, name
-        )
+        expected = {
+            "test_message": "test",
+            "fold_warnings": "termination_warning",
+            "fold_would_terminate": "would_terminate",
+            "fold_heartbeat": "heartbeat_summary",
+            "leak_alert": "frozen",
+            "fetch_failed_alert": "guard_fetch_failed",
+        }.get(name, name)
         if name != "monitor_still_down":
             assert alert.event == expected

@@ -15,13 +15,13 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from reaper.config import Settings
-from reaper.models import Alert, AlertLevel, Delivery
-from reaper.notify import ChannelOptions, make_notifier
-from reaper.notify.telegram import Part, plain_text, render_html, split_text
+from reaper.channels.fanout import ChannelOptions, make_notifier
+from reaper.channels.telegram import Part, plain_text, render_html, split_text
+from reaper.core.models import Alert, AlertLevel, Delivery
 from tests.fakes import FakeSleep
 from tests.fakes.telegram import Entity, TelegramFake, parse_html, utf16_len
 from tests.log_support import json_log
+from tests.settings_support import settings as settings_of
 
 
 @pytest.fixture
@@ -52,7 +52,7 @@ def send(
     timeout: float = 2.0,
     max_retry_after: float = 30.0,
 ) -> Delivery:
-    settings = Settings(
+    settings = settings_of(
         telegram_bot_token=token or fake.token,
         telegram_chat_id=chat_id or fake.chat_id,
         telegram_api_url=api_url or fake.url,

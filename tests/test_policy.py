@@ -8,8 +8,8 @@ from datetime import UTC, datetime, timedelta
 import pytest
 
 from reaper.config import Settings
-from reaper.models import History, Instance, KeptInstance, WarningRecord
-from reaper.policy import decide
+from reaper.core.models import History, Instance, KeptInstance, WarningRecord
+from reaper.core.policy import decide
 
 NOW = datetime(2026, 6, 1, 12, 0, tzinfo=UTC)
 H = timedelta(hours=1)

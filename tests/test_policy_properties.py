@@ -9,8 +9,9 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from reaper.config import Settings
-from reaper.models import History, Instance, KeptInstance, WarningRecord
-from reaper.policy import decide
+from reaper.core.models import History, Instance, KeptInstance, WarningRecord
+from reaper.core.policy import decide
+from tests.settings_support import settings as settings_of
 
 NOW = datetime(2026, 6, 1, 12, 0, tzinfo=UTC)
 MARKER = "reaper:keep"
@@ -75,7 +76,7 @@ def scenarios(draw: st.DrawFn) -> tuple[list[Instance], History, Settings]:
             kept[inst.key] = KeptInstance(key=inst.key, since=NOW - timedelta(days=1), until=until)
     ttl = timedelta(hours=draw(st.integers(1, 72)))
     warn_before = timedelta(minutes=draw(st.integers(1, int(ttl.total_seconds() // 60) - 1)))
-    config = Settings(
+    config = settings_of(
         stopped_ttl=ttl,
         warn_before=warn_before,
         max_terminations=draw(st.integers(0, 6)),
@@ -228,7 +229,7 @@ def test_a_stopped_pod_is_gone_at_most_one_period_after_its_deadline(
     if warn_before >= ttl:
         warn_before = ttl - timedelta(minutes=1)
     every = timedelta(minutes=every_m)
-    config = Settings(stopped_ttl=ttl, warn_before=warn_before, reap_every=every)
+    config = settings_of(stopped_ttl=ttl, warn_before=warn_before, reap_every=every)
     pod = Instance(
         provider="runpod", account="a", id="p", name="x", state="stopped", raw_status="EXITED"
     )

@@ -11,9 +11,9 @@ from typing import Any
 
 import pytest
 
-from reaper.models import History, Instance
-from reaper.policy import protection_reason
-from reaper.providers.runpod import STOPPED_VOLUME_USD_PER_GB_MONTH
+from reaper.core.models import History, Instance
+from reaper.core.policy import protection_reason
+from reaper.providers.runpod.client import STOPPED_VOLUME_USD_PER_GB_MONTH
 from tests.reap_support import World, action_of, world
 
 CORPUS = Path(__file__).parent / "corpus"

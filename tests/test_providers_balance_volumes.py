@@ -8,9 +8,10 @@ import asyncio
 
 import pytest
 
+from emulators import RunPodEmulator, VastEmulator
 from reaper.config import Account
-from reaper.providers import ProviderError, RunPodClient
-from reaper.providers.emulator import RunPodEmulator, VastEmulator
+from reaper.providers.base import ProviderError
+from reaper.providers.runpod.client import RunPodClient
 from tests.provider_support import FAST, on_runpod, on_vast
 
 RP_KEY = "rp-test-key-0007"
@@ -47,7 +48,7 @@ def test_runpod_retired_graphql_is_a_provider_error(status: int) -> None:
 
 
 def test_runpod_graphql_errors_are_a_provider_error() -> None:
-    from reaper.providers.emulator.server import EmulatorServer, Request, Response
+    from emulators.server import EmulatorServer, Request, Response
 
     class Errors(EmulatorServer):
         def dispatch(self, request: Request) -> Response:

@@ -9,8 +9,8 @@ from collections.abc import Iterator
 
 import pytest
 
-from reaper.providers import HttpOptions
-from reaper.providers.emulator.server import EmulatorServer, Request, Response
+from emulators.server import EmulatorServer, Request, Response
+from reaper.providers.http import HttpOptions
 from tests.log_support import json_log
 from tests.provider_support import runpod_listing_error
 

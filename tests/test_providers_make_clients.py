@@ -5,9 +5,12 @@ from __future__ import annotations
 
 import asyncio
 
+from emulators import RunPodEmulator, VastEmulator
 from reaper.config import load_settings
-from reaper.providers import HttpOptions, RunPodClient, VastClient, make_clients
-from reaper.providers.emulator import RunPodEmulator, VastEmulator
+from reaper.providers.base import make_clients
+from reaper.providers.http import HttpOptions
+from reaper.providers.runpod.client import RunPodClient
+from reaper.providers.vast.client import VastClient
 
 FAST = HttpOptions(timeout=2, max_attempts=2, backoff_base=0.001, backoff_cap=0.004)
 

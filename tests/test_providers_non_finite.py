@@ -12,7 +12,7 @@ from typing import Any
 import pytest
 from pydantic import BaseModel
 
-from reaper.providers.emulator import RunPodEmulator, VastEmulator
+from emulators import RunPodEmulator, VastEmulator
 from tests.provider_support import on_runpod, on_vast
 
 RP_KEY = "rp-test-key-0013"

@@ -10,11 +10,13 @@ from email.utils import format_datetime
 
 import pytest
 
+from emulators import RunPodEmulator, VastEmulator
 from reaper.config import Account
-from reaper.models import Instance
-from reaper.providers import HttpOptions, ProviderError, RunPodClient, VastClient
-from reaper.providers.emulator import RunPodEmulator, VastEmulator
-from reaper.providers.http import parse_retry_after
+from reaper.core.models import Instance
+from reaper.providers.base import ProviderError
+from reaper.providers.http import HttpOptions, parse_retry_after
+from reaper.providers.runpod.client import RunPodClient
+from reaper.providers.vast.client import VastClient
 
 FAST = HttpOptions(
     timeout=2, max_attempts=4, backoff_base=0.001, backoff_cap=0.004, retry_after_cap=0.03

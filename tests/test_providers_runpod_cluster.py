@@ -8,9 +8,9 @@ from typing import Any
 
 import pytest
 
-from reaper.providers import HttpOptions
-from reaper.providers.emulator import RunPodEmulator
-from reaper.providers.runpod import UNKNOWN_CLUSTER, parse_pod
+from emulators import RunPodEmulator
+from reaper.providers.http import HttpOptions
+from reaper.providers.runpod.client import UNKNOWN_CLUSTER, parse_pod
 from tests.provider_support import on_runpod
 
 FAST = HttpOptions(timeout=2, max_attempts=2, backoff_base=0.001, backoff_cap=0.004)

@@ -8,8 +8,8 @@ from pathlib import Path
 
 import pytest
 
-from reaper.providers import ProviderError
-from reaper.providers.emulator import RunPodEmulator
+from emulators import RunPodEmulator
+from reaper.providers.base import ProviderError
 from tests.provider_support import on_runpod
 from tests.reap_support import action_of, world
 

@@ -9,9 +9,9 @@ from datetime import UTC, datetime
 
 import pytest
 
-from reaper.models import Instance
-from reaper.providers import HttpOptions
-from reaper.providers.emulator import RunPodEmulator
+from emulators import RunPodEmulator
+from reaper.core.models import Instance
+from reaper.providers.http import HttpOptions
 from tests.provider_support import on_runpod
 
 FAST = HttpOptions(timeout=2, max_attempts=2, backoff_base=0.001, backoff_cap=0.005)
@@ -172,8 +172,8 @@ def test_a_malformed_pod_is_unknown_and_the_rest_still_listed(emulator: RunPodEm
 
 
 def test_a_listing_that_is_not_the_envelope_is_an_error() -> None:
+    from emulators.server import Request, Response
     from reaper.providers.base import ProviderError
-    from reaper.providers.emulator.server import Request, Response
 
     class Broken(RunPodEmulator):
         def dispatch(self, request: Request) -> Response:

@@ -12,11 +12,13 @@ from collections.abc import Iterator
 
 import pytest
 
+from emulators import RunPodEmulator, VastEmulator
+from emulators.server import EmulatorServer, Request, Response
 from reaper.config import Account
-from reaper.models import Instance
-from reaper.providers import ProviderError, RunPodClient, VastClient
-from reaper.providers.emulator import RunPodEmulator, VastEmulator
-from reaper.providers.emulator.server import EmulatorServer, Request, Response
+from reaper.core.models import Instance
+from reaper.providers.base import ProviderError
+from reaper.providers.runpod.client import RunPodClient
+from reaper.providers.vast.client import VastClient
 from tests.log_support import json_log
 from tests.provider_support import FAST, runpod_listing_error
 

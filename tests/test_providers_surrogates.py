@@ -11,11 +11,11 @@ from typing import Any
 import pytest
 from pydantic import BaseModel
 
-from reaper.providers.emulator import RunPodEmulator, VastEmulator
-from reaper.providers.emulator.server import EmulatorServer, Request, Response
+from emulators import RunPodEmulator, VastEmulator
+from emulators.server import EmulatorServer, Request, Response
 from reaper.providers.parsing import clean_text
-from reaper.providers.runpod import parse_pod
-from reaper.providers.vast import parse_instance
+from reaper.providers.runpod.client import parse_pod
+from reaper.providers.vast.client import parse_instance
 from tests.provider_support import on_runpod, on_vast, runpod_listing_error
 
 RP_KEY = "rp-test-key-0014"

@@ -6,8 +6,11 @@ from __future__ import annotations
 
 import pytest
 
-from reaper.providers import HttpOptions, ProviderError, RunPodClient, VastClient
-from reaper.providers.emulator import RunPodEmulator, VastEmulator
+from emulators import RunPodEmulator, VastEmulator
+from reaper.providers.base import ProviderError
+from reaper.providers.http import HttpOptions
+from reaper.providers.runpod.client import RunPodClient
+from reaper.providers.vast.client import VastClient
 from tests.provider_support import on_runpod, on_vast
 
 FAST = HttpOptions(timeout=2, max_attempts=3, backoff_base=0.001, backoff_cap=0.004)
@@ -104,7 +107,7 @@ def test_vast_404_that_is_an_auth_error_is_a_provider_error_not_not_found() -> N
 
 
 def test_vast_404_without_an_error_field_is_a_provider_error() -> None:
-    from reaper.providers.emulator.server import EmulatorServer, Request, Response
+    from emulators.server import EmulatorServer, Request, Response
 
     class Bare404(EmulatorServer):
         def dispatch(self, request: Request) -> Response:
@@ -115,7 +118,7 @@ def test_vast_404_without_an_error_field_is_a_provider_error() -> None:
 
 
 def test_vast_success_false_is_a_provider_error() -> None:
-    from reaper.providers.emulator.server import EmulatorServer, Request, Response
+    from emulators.server import EmulatorServer, Request, Response
 
     class Refuses(EmulatorServer):
         def dispatch(self, request: Request) -> Response:

@@ -7,12 +7,12 @@ import asyncio
 from pathlib import Path
 
 from reaper import USER_AGENT, __version__
-from reaper.config import Settings
-from reaper.models import Alert
-from reaper.notify import make_notifier
+from reaper.channels.fanout import make_notifier
+from reaper.core.models import Alert
 from tests.fakes.bark import BarkFake
 from tests.fakes.telegram import TelegramFake
 from tests.reap_support import world
+from tests.settings_support import settings as settings_of
 
 
 def test_provider_requests_carry_the_reaper_agent(tmp_path: Path) -> None:
@@ -29,7 +29,7 @@ def test_provider_requests_carry_the_reaper_agent(tmp_path: Path) -> None:
 
 def test_channel_requests_carry_the_reaper_agent() -> None:
     with TelegramFake() as telegram, BarkFake() as bark:
-        settings = Settings(
+        settings = settings_of(
             telegram_bot_token=telegram.token,
             telegram_chat_id=telegram.chat_id,
             telegram_api_url=telegram.url,

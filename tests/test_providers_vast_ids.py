@@ -11,10 +11,11 @@ from urllib.parse import parse_qs
 
 import pytest
 
-from reaper.providers import HttpOptions, ProviderError
-from reaper.providers.emulator import VastEmulator
-from reaper.providers.emulator.server import EmulatorServer, Request, Response
-from reaper.providers.vast import parse_instance
+from emulators import VastEmulator
+from emulators.server import EmulatorServer, Request, Response
+from reaper.providers.base import ProviderError
+from reaper.providers.http import HttpOptions
+from reaper.providers.vast.client import parse_instance
 from tests.provider_support import on_vast
 
 FAST = HttpOptions(timeout=2, max_attempts=2, backoff_base=0.001, backoff_cap=0.004)

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from reaper.providers.emulator import VastEmulator
+from emulators import VastEmulator
 from tests.provider_support import on_vast
 from tests.reap_support import action_of, world
 

@@ -8,11 +8,13 @@ from typing import Any
 
 import pytest
 
+from emulators import VastEmulator
+from emulators.server import EmulatorServer, Request, Response
 from reaper.config import Account
-from reaper.models import Instance
-from reaper.providers import HttpOptions, ProviderError, VastClient
-from reaper.providers.emulator import VastEmulator
-from reaper.providers.emulator.server import EmulatorServer, Request, Response
+from reaper.core.models import Instance
+from reaper.providers.base import ProviderError
+from reaper.providers.http import HttpOptions
+from reaper.providers.vast.client import VastClient
 
 FAST = HttpOptions(timeout=2, max_attempts=3, backoff_base=0.001, backoff_cap=0.005)
 KEY = "vast-test-key-0002"

@@ -6,6 +6,7 @@ import json
 import os
 import subprocess
 import sys
+from datetime import UTC, datetime
 from pathlib import Path
 
 from tests.reap_support import RUNPOD_KEY, VAST_KEY, cli, world
@@ -14,7 +15,7 @@ REPO = Path(__file__).resolve().parents[1]
 
 
 def test_reap_json_follows_the_contract(tmp_path: Path) -> None:
-    with world(tmp_path) as w:
+    with world(tmp_path, start=datetime.now(UTC)) as w:
         pod = w.runpod.add_pod(status="EXITED", name="p", cost=0.5, volume_gb=100)
         w.vast.add_instance(actual_status="running", dph_total=0.9)
         result = cli(w, "reap", "--json")
@@ -43,7 +44,7 @@ def test_reap_json_follows_the_contract(tmp_path: Path) -> None:
 
 
 def test_dry_run_json_creates_no_state_and_exits_0(tmp_path: Path) -> None:
-    with world(tmp_path) as w:
+    with world(tmp_path, start=datetime.now(UTC)) as w:
         w.runpod.add_pod(status="EXITED")
         result = cli(w, "reap", "--dry-run", "--json")
         assert result.returncode == 0, result.stderr
@@ -53,7 +54,7 @@ def test_dry_run_json_creates_no_state_and_exits_0(tmp_path: Path) -> None:
 
 
 def test_the_readable_table_names_every_column(tmp_path: Path) -> None:
-    with world(tmp_path) as w:
+    with world(tmp_path, start=datetime.now(UTC)) as w:
         w.runpod.add_pod(status="EXITED", name="visible-pod")
         result = cli(w, "reap")
         assert result.returncode == 0, result.stderr
@@ -74,7 +75,7 @@ def test_the_readable_table_names_every_column(tmp_path: Path) -> None:
 
 
 def test_a_provider_failing_exits_1_with_the_error_listed(tmp_path: Path) -> None:
-    with world(tmp_path) as w:
+    with world(tmp_path, start=datetime.now(UTC)) as w:
         w.vast.set_down("503")
         result = cli(w, "reap", "--json")
         assert result.returncode == 1
@@ -84,7 +85,7 @@ def test_a_provider_failing_exits_1_with_the_error_listed(tmp_path: Path) -> Non
 
 
 def test_keep_then_audit(tmp_path: Path) -> None:
-    with world(tmp_path) as w:
+    with world(tmp_path, start=datetime.now(UTC)) as w:
         pod = w.runpod.add_pod(status="EXITED")
         kept = cli(w, "keep", f"runpod:{pod}", "--for", "3d")
         assert kept.returncode == 0, kept.stderr
@@ -98,7 +99,7 @@ def test_keep_then_audit(tmp_path: Path) -> None:
 
 
 def test_keep_rejects_a_bad_target_with_one_line_and_exit_2(tmp_path: Path) -> None:
-    with world(tmp_path) as w:
+    with world(tmp_path, start=datetime.now(UTC)) as w:
         for target in ("aws:i-123", "runpod:", "nocolon", "vast:../../etc"):
             result = cli(w, "keep", target)
             assert result.returncode == 2, target
@@ -108,7 +109,7 @@ def test_keep_rejects_a_bad_target_with_one_line_and_exit_2(tmp_path: Path) -> N
 
 
 def test_audit_lists_a_termination_with_why_and_confirmation(tmp_path: Path) -> None:
-    with world(tmp_path) as w:
+    with world(tmp_path, start=datetime.now(UTC)) as w:
         pod = w.runpod.add_pod(status="EXITED", name="old-run")
         w.reach_deadline()
         w.run()
@@ -121,7 +122,7 @@ def test_audit_lists_a_termination_with_why_and_confirmation(tmp_path: Path) -> 
 
 
 def test_invoke_reap_dry_run_does_what_reaper_reap_dry_run_does(tmp_path: Path) -> None:
-    with world(tmp_path) as w:
+    with world(tmp_path, start=datetime.now(UTC)) as w:
         w.runpod.add_pod(status="EXITED", name="seen-by-both")
         env = {
             "PATH": f"{Path(sys.executable).parent}:{os.environ['PATH']}",
@@ -152,7 +153,7 @@ def test_invoke_reap_dry_run_does_what_reaper_reap_dry_run_does(tmp_path: Path) 
 
 
 def test_a_state_file_that_is_not_a_database_is_a_config_error(tmp_path: Path) -> None:
-    with world(tmp_path) as w:
+    with world(tmp_path, start=datetime.now(UTC)) as w:
         w.state_path.parent.mkdir(parents=True)
         w.state_path.write_bytes(b"\x89this is not sqlite" * 20)
         for command in (["reap"], ["audit"], ["keep", "runpod:abc"]):
@@ -164,7 +165,7 @@ def test_a_state_file_that_is_not_a_database_is_a_config_error(tmp_path: Path) -
 
 
 def test_a_state_path_that_cannot_be_created_is_a_config_error(tmp_path: Path) -> None:
-    with world(tmp_path) as w:
+    with world(tmp_path, start=datetime.now(UTC)) as w:
         blocker = tmp_path / "blocker"
         blocker.write_text("a file, not a directory")
         result = cli(w, "reap", extra_env={"REAPER_STATE": f"sqlite:///{blocker}/state.db"})
@@ -173,7 +174,7 @@ def test_a_state_path_that_cannot_be_created_is_a_config_error(tmp_path: Path) -
 
 
 def test_status_shows_the_stopped_fleet_as_the_state_knows_it(tmp_path: Path) -> None:
-    with world(tmp_path) as w:
+    with world(tmp_path, start=datetime.now(UTC)) as w:
         pod = w.runpod.add_pod(status="EXITED")
         w.run()
         assert cli(w, "keep", "vast:77", "--for", "3d").returncode == 0

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import math
+from datetime import UTC, datetime
 from pathlib import Path
 
 import pytest
@@ -24,7 +25,7 @@ def strict(text: str) -> object:
 def test_reap_json_is_strict_when_a_provider_sends_a_non_finite_cost(
     tmp_path: Path, bad: float
 ) -> None:
-    with world(tmp_path) as w:
+    with world(tmp_path, start=datetime.now(UTC)) as w:
         pod = w.runpod.add_pod(status="RUNNING", name="p", cost=bad)
         instance = w.vast.add_instance(actual_status="running", dph_total=bad)
         result = cli(w, "reap", "--json")

@@ -4,13 +4,14 @@ from __future__ import annotations
 
 import threading
 import time
-from dataclasses import replace
 from datetime import datetime, timedelta
 from pathlib import Path
 
-from reaper.clock import FakeClock, iso
-from reaper.models import Alert, Delivery, History
+from emulators.clock import FakeClock
+from reaper.core.models import Alert, Delivery, History
+from reaper.core.units import iso
 from tests.reap_support import action_of, world
+from tests.settings_support import replaced
 
 
 def test_first_deploy_with_pods_stopped_for_a_week_warns_before_it_terminates(
@@ -95,7 +96,7 @@ def test_unknown_statuses_are_reported_and_never_touched(tmp_path: Path) -> None
 def test_protected_locked_and_kept_instances_are_never_touched(tmp_path: Path) -> None:
     from datetime import timedelta
 
-    from reaper.models import KeptInstance
+    from reaper.core.models import KeptInstance
 
     with world(tmp_path) as w:
         marked = w.runpod.add_pod(status="EXITED", name="cache reaper:keep")
@@ -228,10 +229,11 @@ def test_a_delete_that_never_confirms_alerts_and_exits_1(tmp_path: Path) -> None
 
 
 def test_a_failed_delete_is_recorded_alerted_and_exits_1(tmp_path: Path) -> None:
+    """A delete the provider refused outright (a 4xx) is `failed`, not done."""
     with world(tmp_path) as w:
         pod = w.runpod.add_pod(status="EXITED")
         w.reach_deadline()
-        w.runpod.fail_next("delete", 500, count=10)
+        w.runpod.fail_next("delete", 403, count=10)
         report = w.run()
         assert action_of(report, pod) == "terminate"
         assert not report.actions[0].done and report.exit_code == 1
@@ -239,6 +241,23 @@ def test_a_failed_delete_is_recorded_alerted_and_exits_1(tmp_path: Path) -> None
         (record,) = store.audit_log()
         store.close()
         assert record.result == "failed" and record.detail
+
+
+def test_a_delete_whose_answer_never_came_is_settled_by_re_listing(tmp_path: Path) -> None:
+    """5xx on every attempt: the delete went out, what it did is unknown. It is kept as
+    requested and confirmed (or not) by re-listing, never written off as failed."""
+    with world(tmp_path) as w:
+        pod = w.runpod.add_pod(status="EXITED")
+        w.reach_deadline()
+        w.runpod.fail_next("delete", 500, count=10)
+        report = w.run()
+        (action,) = report.actions
+        assert (action.id, action.done, action.confirmed) == (pod, True, False)
+        assert report.exit_code == 1
+        store = w.store()
+        (record,) = store.audit_log()
+        store.close()
+        assert record.result == "requested" and "answer unknown" in record.detail
 
 
 class FailingNotifier:
@@ -286,10 +305,10 @@ def test_two_accounts_of_one_provider_are_both_listed(tmp_path: Path) -> None:
         w.runpod.keys["second"] = "rp-second-key-0123456789"
         w.runpod.add_pod(status="RUNNING", account="main")
         w.runpod.add_pod(status="RUNNING", account="second")
-        settings = replace(
+        settings = replaced(
             w.settings,
             runpod_accounts=(
-                *w.settings.runpod_accounts,
+                *w.settings.accounts[:1],
                 Account("runpod", "second", "rp-second-key-0123456789"),
             ),
         )
@@ -340,7 +359,7 @@ class TickingClock(FakeClock):
 
 def test_the_termination_happens_at_the_deadline_the_warning_announced(tmp_path: Path) -> None:
     with world(tmp_path) as w:
-        w.clock = TickingClock(w.clock.now())
+        w.set_clock(TickingClock(w.clock.now()))
         pod = w.runpod.add_pod(status="EXITED")
         w.run()
         start = w.clock.now()
@@ -356,7 +375,7 @@ def test_the_termination_happens_at_the_deadline_the_warning_announced(tmp_path:
 
 
 def test_a_pass_that_lost_its_lease_stops_acting(tmp_path: Path) -> None:
-    from reaper.reap import LEASE_NAME, LEASE_TTL
+    from reaper.passes.reap import LEASE_NAME, LEASE_TTL
 
     with world(tmp_path) as w:
         pod = w.runpod.add_pod(status="EXITED")
@@ -386,6 +405,10 @@ def test_records_of_instances_gone_from_a_complete_listing_are_forgotten(tmp_pat
         w.runpod.remove_pod(gone)
         w.vast.set_down("503")  # Vast listed nothing: its records must stay
         w.vast.remove_instance(int(kept))
+        w.advance(1)
+        w.run()
+        # The RunPod account now lists nothing, while its last listing had the pod: one empty
+        # answer proves nothing gone. The next complete listing agrees: forgotten.
         w.advance(1)
         w.run()
         store = w.store()

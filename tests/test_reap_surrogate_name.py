@@ -5,6 +5,7 @@ see it, and the pod is reaped like any other."""
 from __future__ import annotations
 
 import json
+from datetime import UTC, datetime
 from pathlib import Path
 
 from tests.reap_support import world
@@ -12,7 +13,7 @@ from tests.test_reap_cli import cli
 
 
 def test_reap_json_prints_a_pod_name_with_a_lone_surrogate(tmp_path: Path) -> None:
-    with world(tmp_path) as w:
+    with world(tmp_path, start=datetime.now(UTC)) as w:
         pod = w.runpod.add_pod(status="EXITED", name="job-\ud800")
         result = cli(w, "reap", "--json")
     assert "Traceback" not in result.stderr, result.stderr[-600:]
@@ -25,7 +26,7 @@ def test_reap_json_prints_a_pod_name_with_a_lone_surrogate(tmp_path: Path) -> No
 def test_a_pod_with_a_lone_surrogate_in_its_name_is_terminated_and_audited(
     tmp_path: Path,
 ) -> None:
-    with world(tmp_path) as w:
+    with world(tmp_path, start=datetime.now(UTC)) as w:
         pod = w.runpod.add_pod(status="EXITED", name="job-\ud800")
         other = str(w.vast.add_instance(actual_status="stopped", label="fine"))
         w.reach_deadline()

@@ -11,21 +11,23 @@ from pathlib import Path
 
 import pytest
 
-from reaper.clock import FakeClock
+from emulators import RunPodEmulator, VastEmulator
+from emulators.channels import RecordingNotifier
+from emulators.clock import FakeClock
 from reaper.config import Account, ConfigError, Settings, StateURL
-from reaper.guards import leak_key
-from reaper.models import AuditRecord, Balance, Episode, Instance, Monitor, Volume
-from reaper.notify.base import RecordingNotifier
-from reaper.providers import HttpOptions, make_clients
-from reaper.providers.emulator import RunPodEmulator, VastEmulator
-from reaper.report import ProblemLine, Survey, build_digest, digest_alert, digest_once
-from reaper.report import report_command as report_impl
+from reaper.core.leaks import leak_key
+from reaper.core.models import AuditRecord, Balance, Episode, Instance, Monitor, Volume
+from reaper.interfaces.commands import report_command as report_impl
+from reaper.passes.digest import ProblemLine, Survey, build_digest, digest_alert, digest_once
+from reaper.providers.base import make_clients
+from reaper.providers.http import HttpOptions
 from reaper.store.sqlite import SQLiteStore
+from tests.settings_support import settings as settings_of
 
 NOW = datetime(2026, 6, 2, 9, 0, tzinfo=UTC)
 H = timedelta(hours=1)
 FAST = HttpOptions(timeout=2, max_attempts=2, backoff_base=0.001, backoff_cap=0.005)
-SETTINGS = Settings(balance_min=5.0, idle_alert_after=H)
+SETTINGS = settings_of(balance_min=5.0, idle_alert_after=H)
 
 
 def inst(provider: str, account: str, id_: str, state: str, cost: float | None, **kw: object):  # type: ignore[no-untyped-def]
@@ -35,8 +37,10 @@ def inst(provider: str, account: str, id_: str, state: str, cost: float | None, 
         "id": id_,
         "name": f"job-{id_}",
         "state": state,
-        "raw_status": kw.pop("raw", state),
+        "raw_status": kw.get("raw", state),
         "cost_per_hour": cost,
+        # As the Vast client reads it: paused with its GPU still billed.
+        "frozen": provider == "vast" and kw.pop("raw", state) == "frozen",
     }
     fields.update(kw)
     return Instance.model_validate(fields)
@@ -70,6 +74,7 @@ def monitor(host: str, status: str) -> Monitor:
 
 def test_build_digest_sums_spend_reaped_balances_and_leaks() -> None:
     live = Survey(
+        labels={"runpod": "RunPod", "vast": "Vast"},
         instances=[
             inst("runpod", "main", "a", "running", 1.5, gpu_util=50.0),
             inst("runpod", "main", "b", "stopped", 0.01),
@@ -153,7 +158,7 @@ def emulated(tmp_path: Path) -> Iterator[tuple[Settings, RunPodEmulator, VastEmu
         runpod.set_balance(client_balance=3.0, current_spend_per_hr=0.79)
         vast.add_instance(301, label="frozen-one", actual_status="frozen")
         vast.set_user(credit=40.0)
-        settings = Settings(
+        settings = settings_of(
             runpod_accounts=(Account("runpod", "main", RP_KEY),),
             vast_accounts=(Account("vast", "main", VAST_KEY),),
             runpod_api_url=runpod.rest_url,
@@ -244,16 +249,16 @@ def test_report_text_and_a_failed_listing_exit_1(
 
 
 def test_report_without_provider_keys_is_a_config_error(tmp_path: Path) -> None:
-    settings = Settings(state=StateURL("sqlite", str(tmp_path / "s.db")))
+    settings = settings_of(state=StateURL("sqlite", str(tmp_path / "s.db")))
     with pytest.raises(ConfigError, match="RUNPOD_API_KEY / VAST_API_KEY"):
         report_impl(settings, json_output=True)
 
 
-def test_the_cli_entry_point_is_reaper_guards_report_command(
+def test_the_cli_entry_point_is_the_report_command(
     emulated: tuple[Settings, RunPodEmulator, VastEmulator],
     capsys: pytest.CaptureFixture[str],
 ) -> None:
-    from reaper.guards import report_command
+    from reaper.interfaces.commands import report_command
 
     settings, _, _ = emulated
     assert report_command(settings, json_output=True) == 0

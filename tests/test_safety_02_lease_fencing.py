@@ -5,8 +5,8 @@ from __future__ import annotations
 from datetime import timedelta
 from pathlib import Path
 
-from reaper.models import Alert
-from reaper.reap import LEASE_NAME, LEASE_TTL
+from reaper.core.models import Alert
+from reaper.passes.reap import LEASE_NAME, LEASE_TTL
 from tests.reap_support import ActingNotifier, world
 
 

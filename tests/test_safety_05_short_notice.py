@@ -6,7 +6,7 @@ from __future__ import annotations
 from datetime import timedelta
 from pathlib import Path
 
-from reaper.models import Alert
+from reaper.core.models import Alert
 from tests.reap_support import ActingNotifier, action_of, world
 
 

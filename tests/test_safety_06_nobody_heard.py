@@ -4,11 +4,12 @@ from __future__ import annotations
 
 import subprocess
 import sys
-from dataclasses import replace
+from datetime import UTC, datetime
 from pathlib import Path
 
-from reaper.notify.base import LogNotifier
+from reaper.channels.base import LogNotifier
 from tests.reap_support import action_of, world
+from tests.settings_support import replaced
 
 
 def test_with_no_channel_the_due_pod_is_held_with_how_to_fix_it(tmp_path: Path) -> None:
@@ -51,7 +52,7 @@ def test_a_channel_configured_later_warns_anew_before_any_termination(tmp_path: 
         w.advance(23)
         w.run(notifier=log_only)
         w.advance(2)
-        with_telegram = replace(w.settings, telegram_bot_token="1:abc", telegram_chat_id="42")
+        with_telegram = replaced(w.settings, telegram_bot_token="1:abc", telegram_chat_id="42")
         report = w.run(settings=with_telegram)  # the recording notifier reaches a person
         assert action_of(report, pod) == "warn"
         w.advance(1)
@@ -59,14 +60,14 @@ def test_a_channel_configured_later_warns_anew_before_any_termination(tmp_path: 
 
 
 def test_every_cli_pass_says_on_stderr_that_no_channel_is_configured(tmp_path: Path) -> None:
-    with world(tmp_path) as w:
+    with world(tmp_path, start=datetime.now(UTC)) as w:
         result = subprocess.run(
-            [sys.executable, "-m", "reaper.cli", "reap"],
+            [sys.executable, "-m", "reaper", "reap"],
             env={**w.env(), "PATH": "/usr/bin:/bin", "HOME": str(tmp_path)},
             capture_output=True,
             text=True,
             timeout=60,
             cwd=tmp_path,
         )
-        assert "no alert channel is configured" in result.stderr
+        assert "no alert channel reaches a person" in result.stderr
         assert result.returncode == 0

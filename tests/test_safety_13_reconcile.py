@@ -7,7 +7,7 @@ import json
 from datetime import timedelta
 from pathlib import Path
 
-from reaper.models import AuditRecord
+from reaper.core.models import AuditRecord
 from tests.reap_support import World, action_of, cli, events, world
 
 

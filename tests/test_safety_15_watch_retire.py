@@ -8,8 +8,8 @@ from pathlib import Path
 
 import pytest
 
+from emulators import RunPodEmulator
 from reaper.config import Account
-from reaper.providers.emulator import RunPodEmulator
 from tests.heartbeat_support import Served, make_settings, served, watch_with_providers
 
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import subprocess
 import sys
+from datetime import UTC, datetime
 from pathlib import Path
 
 import pytest
@@ -21,7 +22,7 @@ def run(
         "REAPER_STATE": f"sqlite:///{tmp_path}/s.db",
     }
     command = (
-        [sys.executable, "-c", code, *args] if code else [sys.executable, "-m", "reaper.cli", *args]
+        [sys.executable, "-c", code, *args] if code else [sys.executable, "-m", "reaper", *args]
     )
     return subprocess.run(
         command, env={**base, **env}, cwd=tmp_path, capture_output=True, text=True, timeout=60
@@ -40,7 +41,7 @@ def one_line(result: subprocess.CompletedProcess[str], variable: str) -> str:
 def test_a_key_with_a_non_ascii_character_is_one_line_and_nothing_is_listed(
     tmp_path: Path, key: str
 ) -> None:
-    with world(tmp_path) as w:
+    with world(tmp_path, start=datetime.now(UTC)) as w:
         result = cli(w, "reap", extra_env={"RUNPOD_API_KEY": key})
         stderr = one_line(result, "RUNPOD_API_KEY")
         assert "ABC" not in stderr
@@ -48,7 +49,7 @@ def test_a_key_with_a_non_ascii_character_is_one_line_and_nothing_is_listed(
 
 
 def test_an_unnamed_base64_key_with_padding_is_one_key_not_a_name(tmp_path: Path) -> None:
-    with world(tmp_path) as w:
+    with world(tmp_path, start=datetime.now(UTC)) as w:
         padded = "c2VjcmV0LWtleS0xMjM0NQ=="
         w.runpod.keys["main"] = padded
         result = cli(w, "reap", "--json", extra_env={"RUNPOD_API_KEY": padded})
@@ -76,7 +77,7 @@ def test_dynamodb_without_a_region_is_one_line(tmp_path: Path) -> None:
 
 def test_dynamodb_without_boto3_names_the_extra(tmp_path: Path) -> None:
     code = (
-        "import sys; sys.modules['boto3'] = None; from reaper.cli import main; "
+        "import sys; sys.modules['boto3'] = None; from reaper.interfaces.cli import main; "
         "sys.exit(main(sys.argv[1:]))"
     )
     result = run(tmp_path, ["status"], {"REAPER_STATE": "dynamodb://reaper-table"}, code=code)
@@ -86,7 +87,7 @@ def test_dynamodb_without_boto3_names_the_extra(tmp_path: Path) -> None:
 
 def test_serve_without_its_extra_names_the_extra(tmp_path: Path) -> None:
     code = (
-        "import sys; sys.modules['uvicorn'] = None; from reaper.cli import main; "
+        "import sys; sys.modules['uvicorn'] = None; from reaper.interfaces.cli import main; "
         "sys.exit(main(sys.argv[1:]))"
     )
     result = run(tmp_path, ["serve"], {}, code=code)
@@ -96,10 +97,10 @@ def test_serve_without_its_extra_names_the_extra(tmp_path: Path) -> None:
 
 def test_an_unexpected_failure_is_one_line_without_a_traceback(tmp_path: Path) -> None:
     code = (
-        "import sys, reaper.reap as r\n"
+        "import sys, reaper.interfaces.commands as r\n"
         "def boom(*a, **k): raise RuntimeError('internal')\n"
         "r.audit_command = boom\n"
-        "from reaper.cli import main; sys.exit(main(sys.argv[1:]))"
+        "from reaper.interfaces.cli import main; sys.exit(main(sys.argv[1:]))"
     )
     result = run(tmp_path, ["audit"], {}, code=code)
     assert result.returncode == 1

@@ -20,9 +20,9 @@ from pathlib import Path
 import httpx
 import pytest
 
+from emulators import RunPodEmulator
 from reaper.config import ConfigError, Settings, StateURL
-from reaper.providers.emulator import RunPodEmulator
-from reaper.server import serve_command
+from reaper.interfaces.serve import serve_command
 from reaper.store.sqlite import SQLiteStore
 
 KEY = "serve-ping-key-98765"
@@ -67,7 +67,7 @@ def reaper_serve(tmp_path: Path, **env: str) -> Iterator[Process]:
         **env,
     }
     proc = subprocess.Popen(
-        [sys.executable, "-m", "reaper.cli", "serve", "--port", "0"],
+        [sys.executable, "-m", "reaper", "serve", "--port", "0"],
         cwd=tmp_path,
         env=environ,
         stdout=subprocess.PIPE,
@@ -104,7 +104,7 @@ def test_serve_refuses_dynamodb_state() -> None:
 
 def test_dynamodb_state_is_one_line_and_exit_2(tmp_path: Path) -> None:
     result = subprocess.run(
-        [sys.executable, "-m", "reaper.cli", "serve", "--port", "0"],
+        [sys.executable, "-m", "reaper", "serve", "--port", "0"],
         cwd=tmp_path,
         env={"PATH": os.environ.get("PATH", ""), "REAPER_STATE": "dynamodb://reaper-table"},
         capture_output=True,
@@ -156,7 +156,7 @@ def test_an_unusable_state_path_is_one_line_and_exit_2(tmp_path: Path) -> None:
     blocker = tmp_path / "a-file"
     blocker.write_text("not a directory")
     result = subprocess.run(
-        [sys.executable, "-m", "reaper.cli", "serve", "--port", "0"],
+        [sys.executable, "-m", "reaper", "serve", "--port", "0"],
         cwd=tmp_path,
         env={
             "PATH": os.environ.get("PATH", ""),

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from reaper.clock import FakeClock
+from emulators.clock import FakeClock
 from tests.heartbeat_support import make_settings, served
 
 

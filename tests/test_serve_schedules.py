@@ -12,10 +12,10 @@ from pathlib import Path
 
 import pytest
 
-from reaper.clock import FakeClock
+from emulators.channels import RecordingNotifier
+from emulators.clock import FakeClock
 from reaper.config import Account
-from reaper.notify.base import RecordingNotifier
-from reaper.server import Job, Scheduler, serve_jobs
+from reaper.interfaces.serve import Job, Scheduler, serve_jobs
 from tests.heartbeat_support import make_settings, served
 
 

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from reaper.server import uvicorn_config
+from reaper.interfaces.serve import uvicorn_config
 from tests.heartbeat_support import KEY, make_settings, raw_request, served
 
 UPGRADE = (

@@ -15,7 +15,7 @@ import boto3
 import pytest
 from moto import mock_aws
 
-from reaper.models import KeptInstance, Monitor
+from reaper.core.models import KeptInstance, Monitor
 from reaper.store.base import ReadOnlyStoreError, Store
 from reaper.store.dynamodb import DynamoDBStore, create_table
 from tests.store_contract import HOUR, MINUTE, T0, WRITES, StoreContract, audit_record, reap_run

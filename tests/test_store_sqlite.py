@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from reaper.models import KeptInstance, Monitor
+from reaper.core.models import KeptInstance, Monitor
 from reaper.store import sqlite as sqlite_module
 from reaper.store.base import ReadOnlyStoreError, Store
 from reaper.store.sqlite import SCHEMA_VERSION, SQLiteStore, StoreSchemaError

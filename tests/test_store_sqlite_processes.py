@@ -14,7 +14,7 @@ from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
-from reaper.models import Monitor, WarningRecord
+from reaper.core.models import Monitor, WarningRecord
 from reaper.store.sqlite import SQLiteStore
 
 T0 = datetime(2026, 3, 1, 12, 0, tzinfo=UTC)

@@ -13,7 +13,7 @@ while packaging). The zip holds, at its root:
   Lambda runtime has it). They are fetched once into `build/lambda-deps/<digest>/` and reused
   until the pins change, so later builds work offline (and builds running at the same time
   share the cache safely: each fetches into its own directory and renames it into place);
-- `reaper/` (without the provider emulators) and `handlers/`.
+- `reaper/` and `handlers/` (the emulators are not part of `reaper/`).
 
 When a CPython 3.12 is found, everything is byte-compiled for it (unchecked-hash .pyc: the
 sources ship beside them and never change in place). Lambda's code directory is read-only, so
@@ -42,9 +42,8 @@ REQUIREMENTS = HERE / "requirements-lambda.txt"
 DEFAULT_OUT = ROOT / "build" / "lambda"
 DEPS_CACHE = ROOT / "build" / "lambda-deps"
 ZIP_NAME = "reaper.zip"
-# The code that runs on Lambda; the emulators serve tests and `reaper demo` only.
+# The code that runs on Lambda (the emulators live outside `reaper/`, in their own package).
 SOURCES = ("reaper", "handlers")
-LEFT_OUT = ("reaper/providers/emulator",)
 # Modules the functions never import: left without bytecode, which would only add size.
 NEVER_IMPORTED = r"[/\\](pydantic[/\\]v1|annotated_types[/\\]test_cases)[/\\.]"
 PIP_TARGET = [
@@ -130,8 +129,6 @@ def copy_sources(code: Path, interpreter: str | None) -> None:
             code / name,
             ignore=shutil.ignore_patterns("__pycache__", "*.pyc"),
         )
-    for left_out in LEFT_OUT:
-        shutil.rmtree(code / left_out, ignore_errors=True)
     compile_for_312(code, interpreter)
 
 

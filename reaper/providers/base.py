@@ -1,16 +1,29 @@
-"""What the reap pass and the watcher need from a provider, and nothing more.
+"""What the passes need from a provider, and how a provider plugs in.
 
-One client per configured account. Every method is async so that all accounts of both providers
-are listed concurrently; every failure surfaces as `ProviderError`, which the pass turns into an
-error for that account (never a shorter fleet, never an exception that stops the others).
+One client per configured account. Every method is async so that all accounts of every
+provider are listed concurrently; every failure surfaces as `ProviderError`, which the pass
+turns into an error for that account (never a shorter fleet, never an exception that stops the
+others).
+
+A provider is a package under `reaper/providers/` whose `PLUGIN` (a `ProviderPlugin`) says
+everything the rest of reaper may know about it; the registry (`registry.PROVIDERS`) names the
+packages, imported on first use.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable, Collection, Sequence
-from typing import Literal, Protocol
+from dataclasses import dataclass
+from datetime import datetime
+from importlib import import_module
+from typing import TYPE_CHECKING, Literal, Protocol
 
-from reaper.models import Balance, Instance, ProviderName, Volume
+from reaper.core.models import Balance, Instance, Volume
+from reaper.providers.registry import PROVIDERS
+
+if TYPE_CHECKING:
+    from reaper.config import Account, ProviderSettings, Settings
+    from reaper.providers.http import HttpOptions
 
 TerminateOutcome = Literal["deleted", "not_found"]
 
@@ -20,13 +33,21 @@ UNREADABLE_ID_PREFIX = "unreadable-"
 
 
 class ProviderError(Exception):
-    """A provider call failed for good (after retries). The message never holds a key."""
+    """A provider call failed for good (after retries). The message never holds a key.
 
-    def __init__(self, provider: ProviderName, account: str, message: str) -> None:
+    `status`: the HTTP status of an answer that refused the call outright (a 4xx the client
+    did not expect); None when no such answer came (time-outs, 5xx after every retry, a
+    dropped connection) — then whether the call took effect is unknown.
+    """
+
+    def __init__(
+        self, provider: str, account: str, message: str, status: int | None = None
+    ) -> None:
         super().__init__(message)
         self.provider = provider
         self.account = account
         self.message = message
+        self.status = status
 
 
 class StaleReading(ProviderError):
@@ -44,7 +65,7 @@ def error_text(exc: BaseException) -> str:
 
 
 class ProviderClient(Protocol):
-    provider: ProviderName
+    provider: str
     account: str
 
     async def list_instances(self, only_ids: Collection[str] | None = None) -> list[Instance]:
@@ -72,6 +93,18 @@ class ProviderClient(Protocol):
         """
         ...
 
+    async def read_instances(self, instance_ids: Collection[str]) -> dict[str, Instance | None]:
+        """These instances as the provider shows them right now, for the reading a delete is
+        decided on: each id read → its instance, or None where the provider says it does not
+        exist; an id whose read failed is left out. Cheap where the provider allows (one call
+        per instance, or a listing filtered to the ids), never the whole account when avoidable.
+        ProviderError when nothing could be read."""
+        ...
+
+    def server_time(self) -> datetime | None:
+        """The provider's clock, from the `Date` of its latest answer (None before any)."""
+        ...
+
     async def lookup(self, instance_id: str) -> Instance | None:
         """One instance read by its own endpoint: None when the provider says it does not
         exist. Only for corroborating a re-list that has nothing else to check it against."""
@@ -86,3 +119,73 @@ class ProviderClient(Protocol):
         ...
 
     async def aclose(self) -> None: ...
+
+
+@dataclass(frozen=True)
+class ProviderPlugin:
+    """Everything the provider-agnostic code may know about one provider.
+
+    `host_prefix`: a heartbeat host `<prefix><id>` is that provider's instance. `client`: the
+    import path (`module:function`) of `make(account, settings, options) -> ProviderClient`,
+    loaded only when a client is made. `fetch_note(account, what)`: the provider's own words
+    when its balance or volumes cannot be read (None: the generic words), and
+    `fetch_episode(account, what)` the episode key that failure is kept under.
+    """
+
+    name: str
+    label: str
+    host_prefix: str
+    canonical_id: Callable[[str], str | None]
+    client: str
+    fetch_note: Callable[[str, str], tuple[str, str] | None] = lambda _account, _what: None
+    fetch_episode: Callable[[str, str], str | None] = lambda _account, _what: None
+
+
+def plugin(name: str) -> ProviderPlugin:
+    """The plugin of a registered provider; KeyError for a name no package claims."""
+    found: ProviderPlugin = import_module(PROVIDERS[name]).PLUGIN
+    return found
+
+
+def plugins() -> list[ProviderPlugin]:
+    return [plugin(name) for name in PROVIDERS]
+
+
+def label(name: str) -> str:
+    """The provider's display name ("RunPod"), or the name itself when none is registered."""
+    return plugin(name).label if name in PROVIDERS else name
+
+
+def make_clients(settings: Settings, options: HttpOptions | None = None) -> list[ProviderClient]:
+    """One client per configured account, in registry order. Callers `aclose()` them."""
+    from reaper.providers.http import HttpOptions
+
+    options = options or HttpOptions()
+    clients: list[ProviderClient] = []
+    for configured in settings.providers:
+        module, _, function = plugin(configured.provider).client.partition(":")
+        make: Callable[[Account, ProviderSettings, HttpOptions], ProviderClient] = getattr(
+            import_module(module), function
+        )
+        clients += [make(account, configured, options) for account in configured.accounts]
+    return clients
+
+
+def canonical_id(provider: str, text: str) -> str | None:
+    """An instance id as the provider's listing spells it (Vast `0123` is `123`), or None when
+    it cannot be one of that provider's ids: what `reaper keep` records must be the key the
+    pass looks up."""
+    if provider not in PROVIDERS:
+        return None
+    return plugin(provider).canonical_id(text)
+
+
+def provider_host(host: str) -> tuple[str, str] | None:
+    """A heartbeat host that names a provider instance (`runpod-<podId>`, `vast-<id>`) ->
+    (provider, id); any other host -> None."""
+    for found in plugins():
+        if host.startswith(found.host_prefix):
+            instance_id = host[len(found.host_prefix) :]
+            if instance_id and found.canonical_id(instance_id) == instance_id:
+                return found.name, instance_id
+    return None

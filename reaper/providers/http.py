@@ -34,7 +34,7 @@ import httpx
 
 from reaper import USER_AGENT, log
 from reaper.config import Account
-from reaper.models import ProviderName
+from reaper.core.models import ProviderName
 from reaper.providers.base import ProviderError, StaleReading
 from reaper.providers.parsing import clean_text
 
@@ -214,6 +214,8 @@ class Requester:
         self.options = options
         self.limit = AdaptiveLimit(options.max_concurrency, options.min_concurrency)
         self.stats = CallStats()
+        # The provider's clock, from the `Date` header of its latest answer.
+        self.server_date: datetime | None = None
         self._key = account.key
         self._client = httpx.AsyncClient(
             timeout=httpx.Timeout(options.timeout),
@@ -231,10 +233,12 @@ class Requester:
     async def aclose(self) -> None:
         await self._client.aclose()
 
-    def error(self, message: str) -> ProviderError:
+    def error(self, message: str, status: int | None = None) -> ProviderError:
         """A ProviderError for this account, scrubbed of the key whatever the message holds,
         and valid text whatever the provider's error body held."""
-        return ProviderError(self.provider, self.account, self.scrub(clean_text(message)))
+        return ProviderError(
+            self.provider, self.account, self.scrub(clean_text(message)), status=status
+        )
 
     def scrub(self, text: str) -> str:
         return log.redact(text.replace(self._key, log.REDACTED)) if self._key else text
@@ -247,8 +251,10 @@ class Requester:
         """The error for an answer the caller did not expect."""
         reason = self.reason(reply.body)
         detail = f" ({reason})" if reason else ""
+        refused = reply.status if 400 <= reply.status < 500 else None
         return self.error(
-            f"{what}: {reply.method} {reply.path} answered HTTP {reply.status}{detail}"
+            f"{what}: {reply.method} {reply.path} answered HTTP {reply.status}{detail}",
+            status=refused,
         )
 
     async def request(
@@ -296,6 +302,7 @@ class Requester:
                 last_problem = f"connection failed ({exc.__class__.__name__})"
             else:
                 reply = Reply(method, path, response.status_code, response.headers, body)
+                self._note_date(response.headers.get("Date"))
                 if reply.status not in RETRYABLE_STATUSES:
                     self.limit.succeeded()
                     return reply
@@ -325,6 +332,16 @@ class Requester:
         raise self.error(
             f"{method} {path} failed after {self.options.max_attempts} attempts: {last_problem}"
         )
+
+    def _note_date(self, value: str | None) -> None:
+        if not value:
+            return
+        try:
+            moment = parsedate_to_datetime(value)
+        except (TypeError, ValueError, IndexError):
+            return
+        if moment.tzinfo is not None:
+            self.server_date = moment.astimezone(UTC)
 
     def _delay(self, attempt: int, retry_after: float | None) -> float:
         delay = self.options.backoff(attempt)

@@ -25,7 +25,7 @@ from typing import Annotated, Any, TypeVar
 from pydantic import AfterValidator, BaseModel, ConfigDict, ValidationError
 
 from reaper import log
-from reaper.models import Instance, ProviderName
+from reaper.core.models import Instance, ProviderName
 from reaper.providers.base import UNREADABLE_ID_PREFIX
 
 Model = TypeVar("Model", bound=BaseModel)

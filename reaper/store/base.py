@@ -11,7 +11,7 @@ from __future__ import annotations
 from datetime import datetime, timedelta
 from typing import Protocol
 
-from reaper.models import (
+from reaper.core.models import (
     AuditRecord,
     Episode,
     History,
@@ -52,8 +52,11 @@ class Store(Protocol):
         """First-seen-stopped times, warnings and kept instances, as the policy needs them."""
         ...
 
-    def start_stopped_clock(self, key: str, at: datetime) -> None:
-        """Record the start of a stopped stretch; a no-op if one is already recorded."""
+    def start_stopped_clock(
+        self, key: str, at: datetime, *, started_at: datetime | None = None
+    ) -> None:
+        """Record the start of a stopped stretch, with the provider's start time of the
+        instance then (None: it reported none); a no-op if one is already recorded."""
         ...
 
     def reset_stopped_clock(self, key: str) -> None:

@@ -50,8 +50,7 @@ from typing import Any, TypeVar
 
 from pydantic import BaseModel
 
-from reaper.clock import as_utc
-from reaper.models import (
+from reaper.core.models import (
     AuditRecord,
     Episode,
     History,
@@ -61,6 +60,7 @@ from reaper.models import (
     ReapRun,
     WarningRecord,
 )
+from reaper.core.units import as_utc
 from reaper.store.base import ReadOnlyStoreError, last_heard, retired_to_delete
 
 # A claim is kept at least this long (or its window, if longer), as the SQLite store keeps it,
@@ -243,6 +243,7 @@ class DynamoDBStore:
     # --- the reap history ----------------------------------------------------------------
     def history(self) -> History:
         first_seen: dict[str, datetime] = {}
+        started_seen: dict[str, datetime] = {}
         warned: dict[str, WarningRecord] = {}
         kept: dict[str, KeptInstance] = {}
         for item in self._query("history"):
@@ -251,6 +252,8 @@ class DynamoDBStore:
             if kind == "stop":
                 if since is not None:
                     first_seen[key] = _dt(since)
+                if (started := _str(item, "started")) is not None:
+                    started_seen[key] = _dt(started)
                 if (warned_at := _str(item, "warned_at")) is not None:
                     terminate_at = _str(item, "warned_terminate_at")
                     warned[key] = WarningRecord(
@@ -266,15 +269,27 @@ class DynamoDBStore:
                 kept[key] = KeptInstance(
                     key=key, since=_dt(since), until=None if until is None else _dt(until)
                 )
-        return History(first_seen_stopped=first_seen, warnings=warned, kept=kept)
+        return History(
+            first_seen_stopped=first_seen,
+            stretch_started=started_seen,
+            warnings=warned,
+            kept=kept,
+        )
 
-    def start_stopped_clock(self, key: str, at: datetime) -> None:
+    def start_stopped_clock(
+        self, key: str, at: datetime, *, started_at: datetime | None = None
+    ) -> None:
         self._writable()
+        update = "SET since = if_not_exists(since, :at)"
+        values: Item = {":at": _s(_ts(at))}
+        if started_at is not None:
+            update += ", started = if_not_exists(started, :started)"
+            values[":started"] = _s(_ts(started_at))
         self._client.update_item(
             TableName=self.table_name,
             Key=_key("history", f"stop#{key}"),
-            UpdateExpression="SET since = if_not_exists(since, :at)",
-            ExpressionAttributeValues={":at": _s(_ts(at))},
+            UpdateExpression=update,
+            ExpressionAttributeValues=values,
         )
 
     def reset_stopped_clock(self, key: str) -> None:

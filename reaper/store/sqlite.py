@@ -24,8 +24,7 @@ from typing import Any, TypeVar
 
 from pydantic import BaseModel
 
-from reaper.clock import as_utc
-from reaper.models import (
+from reaper.core.models import (
     AuditRecord,
     Episode,
     History,
@@ -35,6 +34,7 @@ from reaper.models import (
     ReapRun,
     WarningRecord,
 )
+from reaper.core.units import as_utc
 from reaper.store.base import ReadOnlyStoreError, retired_to_delete
 
 SCHEMA_VERSION = 2
@@ -49,7 +49,7 @@ CLAIM_PRUNE_EVERY = 100
 CLAIM_RETENTION = timedelta(days=7)
 
 _SCHEMA = """
-CREATE TABLE stopped_clock (key TEXT PRIMARY KEY, since TEXT NOT NULL) WITHOUT ROWID;
+CREATE TABLE stopped_clock (key TEXT PRIMARY KEY, since TEXT NOT NULL, started TEXT) WITHOUT ROWID;
 CREATE TABLE warnings (
     key TEXT PRIMARY KEY, at TEXT NOT NULL,
     heard INTEGER NOT NULL DEFAULT 0, mode TEXT NOT NULL DEFAULT 'observe', terminate_at TEXT
@@ -91,6 +91,7 @@ CREATE TABLE listings (
 # anew with the full notice.
 _MIGRATIONS: dict[int, str] = {
     2: """
+ALTER TABLE stopped_clock ADD COLUMN started TEXT;
 ALTER TABLE warnings ADD COLUMN heard INTEGER NOT NULL DEFAULT 0;
 ALTER TABLE warnings ADD COLUMN mode TEXT NOT NULL DEFAULT 'observe';
 ALTER TABLE warnings ADD COLUMN terminate_at TEXT;
@@ -316,13 +317,14 @@ class SQLiteStore:
     # --- the reap history ----------------------------------------------------------------
     def history(self) -> History:
         with self._read() as conn:
-            stopped = conn.execute("SELECT key, since FROM stopped_clock").fetchall()
+            stopped = conn.execute("SELECT key, since, started FROM stopped_clock").fetchall()
             warnings = conn.execute(
                 "SELECT key, at, heard, mode, terminate_at FROM warnings"
             ).fetchall()
             kept = conn.execute("SELECT key, since, until FROM kept").fetchall()
         return History(
-            first_seen_stopped={key: _dt(since) for key, since in stopped},
+            first_seen_stopped={key: _dt(since) for key, since, _started in stopped},
+            stretch_started={key: _dt(started) for key, _since, started in stopped if started},
             warnings={
                 key: WarningRecord(
                     at=_dt(at),
@@ -338,11 +340,15 @@ class SQLiteStore:
             },
         )
 
-    def start_stopped_clock(self, key: str, at: datetime) -> None:
+    def start_stopped_clock(
+        self, key: str, at: datetime, *, started_at: datetime | None = None
+    ) -> None:
+        started = None if started_at is None else _ts(started_at)
         with self._write() as conn:
             conn.execute(
-                "INSERT INTO stopped_clock (key, since) VALUES (?, ?) ON CONFLICT DO NOTHING",
-                (key, _ts(at)),
+                "INSERT INTO stopped_clock (key, since, started) VALUES (?, ?, ?) "
+                "ON CONFLICT DO NOTHING",
+                (key, _ts(at), started),
             )
 
     def reset_stopped_clock(self, key: str) -> None:

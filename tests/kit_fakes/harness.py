@@ -20,7 +20,7 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 
-from reaper.providers.emulator import RunPodEmulator, VastEmulator
+from emulators import RunPodEmulator, VastEmulator
 from tests.kit_fakes.recorder import Recorder, Request, Response, recording_server
 
 KIT_DIR = Path(__file__).resolve().parents[2] / "infra" / "instance"

@@ -4,7 +4,7 @@ project's emulators — RunPod and Vast.
 
 One server for all of them keeps a single ordered log of every request, which is what the
 kit's tests assert on: the exit path's order is the order of the requests. The provider
-answers themselves come from `reaper.providers.emulator` (`forward`).
+answers themselves come from `emulators` (`forward`).
 """
 
 from __future__ import annotations

@@ -1,0 +1,120 @@
+"""The notifier interface every alert goes through, and how a channel plugs in.
+
+The passes only know `Notifier.send`; which channels exist (those configured, or none — then
+alerts are only logged) is decided once, from the settings. A channel is a module under
+`reaper/channels/` whose `PLUGIN` says how to build it and whose `SETTINGS` reads its
+variables; `registry.CHANNELS` names them, imported on first use.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any, Literal, Protocol
+
+from reaper import log
+from reaper.core.models import Alert, Delivery
+
+if TYPE_CHECKING:
+    from reaper.config import ChannelSettings
+
+
+def _real_sleep(seconds: float) -> Awaitable[None]:
+    return asyncio.sleep(seconds)
+
+
+@dataclass(frozen=True)
+class ChannelOptions:
+    """How patient a channel is. Tests pass tiny values and a `sleep` that does not sleep."""
+
+    # One HTTP request (connect, send, read), in seconds.
+    timeout: float = 10.0
+    # Attempts per message, the first one included.
+    max_attempts: int = 4
+    # Backoff before retry n is backoff_base * 2**(n-1) seconds (1, 2, 4 s by default).
+    backoff_base: float = 1.0
+    # A Telegram 429 asking to wait longer than this is reported as a failure instead: an alert
+    # that arrives minutes late is worth less than a visible "rate limited" in the log.
+    max_retry_after: float = 30.0
+    # Everything one channel does for one alert (all parts, attempts and waits), in seconds.
+    deadline: float = 45.0
+    sleep: Callable[[float], Awaitable[None]] = field(default=_real_sleep, repr=False)
+
+
+@dataclass(frozen=True)
+class Verdict:
+    """A channel's reading of one answer from its server."""
+
+    kind: Literal["ok", "retry", "fail"]
+    detail: str = ""
+    # Seconds the server asked us to wait before retrying (Telegram `retry_after`).
+    retry_after: float | None = None
+
+
+@dataclass(frozen=True)
+class ChannelRequest:
+    url: str
+    body: dict[str, Any]
+    # Extra request headers (an auth header); never logged.
+    headers: dict[str, str] = field(default_factory=dict)
+
+
+class Channel(Protocol):
+    """One way to a phone: one per configured channel plugin."""
+
+    @property
+    def name(self) -> str: ...
+
+    @property
+    def secrets(self) -> tuple[str, ...]:
+        """Values that must never appear in a detail or a log line (token, device key)."""
+        ...
+
+    def requests(self, alert: Alert) -> list[ChannelRequest]:
+        """The requests that deliver `alert`, sent in order; all must succeed."""
+        ...
+
+    def classify(self, status: int, payload: Any) -> Verdict:
+        """Read one HTTP answer; `payload` is the decoded JSON body, or None."""
+        ...
+
+
+@dataclass(frozen=True)
+class ChannelPlugin:
+    """What the rest of reaper may know of one channel: its name, and how to build it from its
+    settings (`build(settings) -> Channel`)."""
+
+    name: str
+    label: str
+    build: Callable[[ChannelSettings], Channel]
+    # Bytes of body one message can carry whole (what a folded list may fill).
+    body_budget: int = 3000
+
+
+class Notifier(Protocol):
+    async def send(self, alert: Alert) -> list[Delivery]:
+        """Deliver to every configured channel; one failing never blocks another. Never raises."""
+        ...
+
+
+class LogNotifier:
+    """No channel configured: the alert is written to the log, so it is at least on record."""
+
+    async def send(self, alert: Alert) -> list[Delivery]:
+        log.event(
+            "alert",
+            result="logged",
+            alert_event=alert.event,
+            level=alert.level,
+            title=alert.title,
+            body=alert.body,
+        )
+        return [Delivery(channel="log", ok=True)]
+
+
+class SilentNotifier:
+    """Sends nothing and says so: what a dry run alerts through."""
+
+    async def send(self, alert: Alert) -> list[Delivery]:
+        return []

@@ -1,0 +1,217 @@
+"""One notifier over every configured channel, each delivered on its own.
+
+The point of two channels is that one of them being down (Telegram blocked, a self-hosted Bark
+server asleep) must not cost the other its message; so every channel runs concurrently under
+its own deadline, and whatever goes wrong becomes a failed `Delivery`, never an exception in the
+reap pass or the watcher that called `send`.
+
+Retries, backoff and timeouts live here once; a channel only says how to turn an `Alert` into
+requests and how to read its server's answers (`Verdict`).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import functools
+import ssl
+import time
+from collections.abc import Sequence
+from dataclasses import dataclass
+from importlib import import_module
+from typing import TYPE_CHECKING, Any
+
+from reaper import USER_AGENT, log
+from reaper.channels.base import (
+    Channel,
+    ChannelOptions,
+    ChannelPlugin,
+    ChannelRequest,
+    LogNotifier,
+    Notifier,
+    Verdict,
+)
+from reaper.channels.registry import CHANNELS
+from reaper.config import Settings
+from reaper.core.models import Alert, Delivery
+
+if TYPE_CHECKING:
+    import httpx
+
+
+@dataclass
+class _Outcome:
+    ok: bool
+    detail: str
+    attempts: int = 0
+    parts: int = 0
+
+
+def scrub(text: str, secrets: Sequence[str]) -> str:
+    """Remove secrets from text headed for a detail or a message, registered ones included."""
+    for secret in sorted((s for s in secrets if s), key=len, reverse=True):
+        text = text.replace(secret, log.REDACTED)
+    return log.redact(text)
+
+
+def clean_text(text: str) -> str:
+    """Text that can be encoded: lone UTF-16 surrogates (possible in JSON from a webhook) would
+    make the HTTP client raise; they become U+FFFD, and well-formed pairs are joined."""
+    return text.encode("utf-16-le", "surrogatepass").decode("utf-16-le", "replace")
+
+
+def _sanitise(alert: Alert, secrets: Sequence[str]) -> Alert:
+    """An alert is output like a log line: no secret reaches a phone either."""
+    return alert.model_copy(
+        update={
+            "title": scrub(clean_text(alert.title), secrets),
+            "body": scrub(clean_text(alert.body), secrets),
+        }
+    )
+
+
+def _json_or_none(response: httpx.Response) -> Any:
+    try:
+        return response.json()
+    except ValueError:
+        return None
+
+
+async def _post_with_retries(
+    client: httpx.AsyncClient,
+    channel: Channel,
+    request: ChannelRequest,
+    options: ChannelOptions,
+    outcome: _Outcome,
+) -> Verdict:
+    """Send one request until it succeeds, fails for good, or runs out of attempts."""
+    import httpx  # with the first delivery: a ping never pays for the HTTP client's import
+
+    verdict = Verdict("fail", "not sent")
+    limit = max(1, options.max_attempts)
+    attempts = 0
+    while attempts < limit:
+        attempts += 1
+        outcome.attempts += 1
+        try:
+            response = await client.post(request.url, json=request.body, headers=request.headers)
+        except httpx.TimeoutException:
+            verdict = Verdict("retry", f"no answer within {options.timeout:g}s")
+        except httpx.TransportError as exc:
+            verdict = Verdict("retry", f"connection failed ({type(exc).__name__})")
+        except httpx.HTTPError as exc:
+            return Verdict("fail", f"request failed ({type(exc).__name__})")
+        else:
+            verdict = channel.classify(response.status_code, _json_or_none(response))
+        if verdict.kind != "retry":
+            return verdict
+        if verdict.retry_after is not None and verdict.retry_after > options.max_retry_after:
+            detail = (
+                f"{verdict.detail}: asked to wait {verdict.retry_after:g}s,"
+                f" more than {options.max_retry_after:g}s"
+            )
+            return Verdict("fail", detail)
+        if attempts < limit:
+            wait = verdict.retry_after
+            if wait is None:
+                wait = options.backoff_base * 2 ** (attempts - 1)
+            await options.sleep(wait)
+    return Verdict("fail", f"{verdict.detail} (after {attempts} attempts)")
+
+
+@functools.cache
+def _tls() -> ssl.SSLContext:
+    """Loading the CA bundle costs ~100 ms of CPU; one context serves every client."""
+    import httpx
+
+    return httpx.create_ssl_context()
+
+
+async def _deliver(
+    channel: Channel, alert: Alert, options: ChannelOptions, outcome: _Outcome
+) -> None:
+    """Fills `outcome` as it goes, so that a deadline cutting this short still reports what
+    was tried."""
+    import httpx
+
+    requests = channel.requests(alert)
+    outcome.parts = len(requests)
+    async with httpx.AsyncClient(
+        timeout=options.timeout,
+        verify=_tls(),
+        follow_redirects=False,
+        headers={"User-Agent": USER_AGENT},
+    ) as client:
+        for number, request in enumerate(requests, start=1):
+            verdict = await _post_with_retries(client, channel, request, options, outcome)
+            if verdict.kind != "ok":
+                where = f"part {number}/{len(requests)}: " if len(requests) > 1 else ""
+                outcome.detail = where + verdict.detail
+                return
+    outcome.ok = True
+    outcome.detail = f"sent in {len(requests)} parts" if len(requests) > 1 else "sent"
+
+
+class FanoutNotifier:
+    """Sends every alert through every channel at once; see the module docstring."""
+
+    def __init__(self, channels: Sequence[Channel], options: ChannelOptions | None = None) -> None:
+        self.channels = list(channels)
+        self.options = options or ChannelOptions()
+
+    async def send(self, alert: Alert) -> list[Delivery]:
+        return list(await asyncio.gather(*(self._one(c, alert) for c in self.channels)))
+
+    async def _one(self, channel: Channel, alert: Alert) -> Delivery:
+        started = time.monotonic()
+        outcome = _Outcome(ok=False, detail="")
+        try:
+            alert = _sanitise(alert, channel.secrets)
+            async with asyncio.timeout(self.options.deadline):
+                await _deliver(channel, alert, self.options, outcome)
+        except TimeoutError:
+            outcome.detail = f"gave up after {self.options.deadline:g}s (channel deadline)"
+        except Exception as exc:
+            # Never raise into the reap pass or the watcher: an alert that failed is logged and
+            # reported, and the pass goes on.
+            outcome.detail = f"internal error ({type(exc).__name__})"
+        detail = scrub(outcome.detail, channel.secrets)
+        log.event(
+            "alert_delivery",
+            channel=channel.name,
+            result="ok" if outcome.ok else "failed",
+            alert_event=alert.event,
+            level=alert.level,
+            title=alert.title,
+            attempts=outcome.attempts,
+            parts=outcome.parts,
+            detail=detail,
+            ms=round((time.monotonic() - started) * 1000),
+        )
+        # Every channel here is a phone's: a delivered message is one a person can read.
+        return Delivery(channel=channel.name, ok=outcome.ok, detail=detail, heard=outcome.ok)
+
+
+def channels_configured(settings: Settings) -> list[str]:
+    """Names of the configured channels, in delivery order; empty means alerts are only logged."""
+    return [c.channel for c in settings.channels]
+
+
+def build_channels(settings: Settings) -> list[Channel]:
+    """One channel per configured channel plugin, each built by its own module."""
+    return [
+        channel_plugin(configured.channel).build(configured) for configured in settings.channels
+    ]
+
+
+def channel_plugin(name: str) -> ChannelPlugin:
+    found: ChannelPlugin = import_module(CHANNELS[name]).PLUGIN
+    return found
+
+
+def make_notifier(settings: Settings, *, options: ChannelOptions | None = None) -> Notifier:
+    """The notifier for these settings: every configured channel, or the log when none is."""
+    channels = build_channels(settings)
+    if not channels:
+        return LogNotifier()
+    log.register_secrets([s for c in channels for s in c.secrets])
+    return FanoutNotifier(channels, options)

@@ -1,0 +1,224 @@
+"""Telegram: the Bot API's `sendMessage`, in HTML parse mode.
+
+HTML mode is used only for the bold title; everything that came from outside (instance names,
+provider errors, texts forwarded from instances) is escaped, so `<`, `>`, `&` and quotes arrive
+as typed and nothing can inject markup or links.
+
+Long texts are split, not cut: a forwarded log tail is useful whole. Telegram's limit is 4,096
+characters of the text *after* entity parsing, counted in UTF-16 code units (an emoji counts 2),
+so the splitting is done on the plain text and each part is escaped afterwards; an escape
+sequence or a surrogate pair can never be cut in two, and escaping costs nothing against the
+limit. A split prefers the last line break in the second half of a part (that line break is
+dropped: Telegram trims it anyway); a line longer than a part is cut hard. At most `MAX_PARTS`
+messages go out for one alert; past that the last part ends with a marker saying how many
+characters were left out, so a runaway text cannot flood the chat.
+"""
+
+from __future__ import annotations
+
+import html
+import re
+from dataclasses import dataclass, field
+from typing import Any
+
+from reaper.channels.base import Channel, ChannelPlugin, ChannelRequest, Verdict
+from reaper.config import ChannelSettings, ConfigError, Env, SettingsReader, parse_url
+from reaper.core.models import Alert, AlertLevel
+
+MESSAGE_LIMIT = 4096
+MAX_PARTS = 5
+# Leading mark on the title, so the level shows in the chat list.
+LEVEL_MARK: dict[AlertLevel, str] = {"info": "", "warning": "⚠️ ", "critical": "🚨 "}
+# Room kept in the last part for the cut marker (its longest form is well under this).
+_MARKER_ROOM = 64
+
+
+def cut_marker(left_out: int) -> str:
+    return f"\n[… cut: {left_out} more characters]"
+
+
+def utf16_len(text: str) -> int:
+    """Length as Telegram counts it: UTF-16 code units."""
+    return sum(2 if ord(c) > 0xFFFF else 1 for c in text)
+
+
+@dataclass(frozen=True)
+class Part:
+    """One message: `text[start:end]` of the alert's plain text, then `suffix` (the cut marker)."""
+
+    start: int
+    end: int
+    suffix: str = ""
+
+
+def plain_text(alert: Alert) -> tuple[str, int]:
+    """The text as it will read in the chat, and how many of its first characters are the title."""
+    # A title is one line; anything else in it is kept exactly.
+    title = LEVEL_MARK[alert.level] + " ".join(alert.title.strip().splitlines())
+    lines = [title] + [s for s in (alert.body.strip(), alert.url or "") if s]
+    text = "\n".join(lines)
+    if not text.strip():
+        return "(empty alert)", 0
+    return text, len(title)
+
+
+def _fit(text: str, start: int, budget: int) -> int:
+    """The largest end such that text[start:end] is at most `budget` UTF-16 units."""
+    units = 0
+    end = start
+    while end < len(text):
+        units += 2 if ord(text[end]) > 0xFFFF else 1
+        if units > budget:
+            break
+        end += 1
+    return end
+
+
+def _break_at(text: str, start: int, end: int) -> tuple[int, int]:
+    """Where this part ends and the next starts: at a line break in the part's second half
+    (dropped), else exactly at `end`."""
+    newline = text.rfind("\n", start + (end - start) // 2, end)
+    if newline > start:
+        return newline, newline + 1
+    return end, end
+
+
+def split_text(text: str, limit: int = MESSAGE_LIMIT, max_parts: int = MAX_PARTS) -> list[Part]:
+    """Cut `text` into parts of at most `limit` UTF-16 units each; see the module docstring."""
+    parts: list[Part] = []
+    start = 0
+    while start < len(text):
+        end = _fit(text, start, limit)
+        if end >= len(text):
+            parts.append(Part(start, len(text)))
+            break
+        if len(parts) == max_parts - 1:
+            end, _ = _break_at(text, start, _fit(text, start, limit - _MARKER_ROOM))
+            parts.append(Part(start, end, cut_marker(len(text) - end)))
+            break
+        end, start_next = _break_at(text, start, end)
+        parts.append(Part(start, end))
+        start = start_next
+    # Telegram refuses a message that is only whitespace ("message text is empty").
+    return [p for p in parts if text[p.start : p.end].strip() or p.suffix]
+
+
+def render_html(text: str, title_end: int, part: Part) -> str:
+    """One part in HTML parse mode: the title's share in <b>, everything escaped."""
+    escape = html.escape
+    bold = text[part.start : min(part.end, title_end)] if part.start < title_end else ""
+    rest = text[max(part.start, title_end) : part.end]
+    head = f"<b>{escape(bold)}</b>" if bold.strip() else escape(bold)
+    return head + escape(rest) + escape(part.suffix)
+
+
+def render_parts(alert: Alert) -> list[str]:
+    """The HTML of every message that delivers `alert`."""
+    text, title_end = plain_text(alert)
+    return [render_html(text, title_end, part) for part in split_text(text)]
+
+
+_NUMERIC_CHAT = re.compile(r"-?\d+")
+
+
+@dataclass(frozen=True)
+class TelegramChannel:
+    token: str = field(repr=False)
+    chat_id: str
+    api_url: str = "https://api.telegram.org"
+    name: str = "telegram"
+
+    @property
+    def secrets(self) -> tuple[str, ...]:
+        return (self.token,)
+
+    def requests(self, alert: Alert) -> list[ChannelRequest]:
+        url = f"{self.api_url.rstrip('/')}/bot{self.token}/sendMessage"
+        chat: int | str = (
+            int(self.chat_id) if _NUMERIC_CHAT.fullmatch(self.chat_id) else self.chat_id
+        )
+        return [
+            ChannelRequest(
+                url,
+                {
+                    "chat_id": chat,
+                    "text": part,
+                    "parse_mode": "HTML",
+                    "disable_web_page_preview": True,
+                },
+            )
+            for part in render_parts(alert)
+        ]
+
+    def classify(self, status: int, payload: Any) -> Verdict:
+        answer: dict[str, Any] = payload if isinstance(payload, dict) else {}
+        if status == 200 and answer.get("ok") is True:
+            return Verdict("ok")
+        description = answer.get("description")
+        detail = (
+            f"HTTP {status}: {description}" if isinstance(description, str) else f"HTTP {status}"
+        )
+        parameters = answer.get("parameters")
+        parameters = parameters if isinstance(parameters, dict) else {}
+        if status == 429:
+            retry_after = parameters.get("retry_after")
+            wait = float(retry_after) if isinstance(retry_after, int | float) else None
+            return Verdict("retry", detail, wait)
+        if status >= 500 or status == 408:
+            return Verdict("retry", detail)
+        if status in (401, 404):
+            detail += " (check TELEGRAM_BOT_TOKEN)"
+        elif isinstance(parameters.get("migrate_to_chat_id"), int):
+            detail += f" (the group moved: set TELEGRAM_CHAT_ID={parameters['migrate_to_chat_id']})"
+        elif status == 200:
+            detail = "HTTP 200 without ok: true"
+        return Verdict("fail", detail)
+
+
+@dataclass(frozen=True)
+class TelegramSettings(ChannelSettings):
+    channel = "telegram"
+    token: str = field(default="", repr=False)
+    chat_id: str = ""
+    api_url: str = "https://api.telegram.org"
+
+    def secrets(self) -> list[str]:
+        return [self.token]
+
+
+def read_settings(env: Env) -> TelegramSettings | None:
+    """`TELEGRAM_BOT_TOKEN` and `TELEGRAM_CHAT_ID` together, or neither."""
+    api_url = env.get("TELEGRAM_API_URL")
+    url = "https://api.telegram.org" if api_url is None else parse_url(api_url, "TELEGRAM_API_URL")
+    token, chat = env.get("TELEGRAM_BOT_TOKEN"), env.get("TELEGRAM_CHAT_ID")
+    if token and not chat:
+        raise ConfigError("TELEGRAM_CHAT_ID", "required when TELEGRAM_BOT_TOKEN is set")
+    if chat and not token:
+        raise ConfigError("TELEGRAM_BOT_TOKEN", "required when TELEGRAM_CHAT_ID is set")
+    if not token or not chat:
+        return None
+    if not re.fullmatch(r"\d+:[A-Za-z0-9_-]+", token.strip()):
+        raise ConfigError("TELEGRAM_BOT_TOKEN", "expected a bot token like 123456:ABC-DEF...")
+    if not re.fullmatch(r"-?\d+|@[A-Za-z0-9_]{5,}", chat.strip()):
+        raise ConfigError("TELEGRAM_CHAT_ID", "expected a numeric chat id or @channelname")
+    return TelegramSettings(token=token.strip(), chat_id=chat.strip(), api_url=url)
+
+
+def build(settings: ChannelSettings) -> Channel:
+    assert isinstance(settings, TelegramSettings)
+    return TelegramChannel(token=settings.token, chat_id=settings.chat_id, api_url=settings.api_url)
+
+
+SETTINGS = SettingsReader(
+    variables=("TELEGRAM_BOT_TOKEN", "TELEGRAM_CHAT_ID", "TELEGRAM_API_URL"),
+    # The chat id goes with its token (kept in SSM beside it), but is no secret.
+    secret_variables=("TELEGRAM_BOT_TOKEN", "TELEGRAM_CHAT_ID"),
+    read=read_settings,
+)
+PLUGIN = ChannelPlugin(
+    name="telegram",
+    label="Telegram",
+    build=build,
+    # Five parts of 4,096 characters, with room for the title and escaping.
+    body_budget=18000,
+)

@@ -1,0 +1,125 @@
+"""The dead-man's switch, pure: what a ping does to a monitor.
+
+State machine (`Monitor.status`):
+
+    (none) --first ping--> new --ping--> up --silence > HEARTBEAT_TIMEOUT--> down --ping--> up
+    any --/fail or exit != 0--> down (alert at once)     plain host --/bye--> retired --ping--> up
+    provider host --/bye--> records bye_at only (a down monitor stays down: no recovery)
+
+- The recovery alert goes out on the ping that revives a monitor (with the downtime), not on
+  the next watch pass: the phone hears "back" as soon as the host is back.
+- Downtime runs from the last ping before the silence (or from the `/fail`).
+- For a provider host (a key for that provider configured) `bye` only records `bye_at`; the
+  watch pass retires the monitor when the provider shows the instance gone or stopped. Silence
+  after `bye` while the instance still bills alerts like any silence: a leaked ping key must
+  not be able to silence another instance's watchdog.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from datetime import datetime
+from typing import Any, Literal
+
+from reaper.core import messages
+from reaper.core.models import Alert, Monitor
+
+PingKind = Literal["ping", "start", "fail", "exit", "bye"]
+
+_HOST = re.compile(r"[A-Za-z0-9._-]{1,100}")
+
+
+def valid_host(host: str) -> bool:
+    """1-100 of [A-Za-z0-9._-], and not "." or ".." (the host ends up in URLs and logs)."""
+    return bool(_HOST.fullmatch(host)) and host not in (".", "..")
+
+
+@dataclass(frozen=True)
+class Ping:
+    """One request to `/ping/<key>/<host>[/...]`. `message` None keeps the last message."""
+
+    host: str
+    kind: PingKind = "ping"
+    exit_status: int | None = None
+    message: str | None = None
+
+
+@dataclass(frozen=True)
+class PingOutcome:
+    accepted: bool
+    # Why a ping was refused (the monitor cap), one line for the HTTP answer.
+    reason: str = ""
+    monitor: Monitor | None = None
+    alert: Alert | None = None
+
+
+@dataclass(frozen=True)
+class Transition:
+    monitor: Monitor
+    alert: Alert | None = None
+
+
+def _failing(ping: Ping) -> bool:
+    return ping.kind == "fail" or (ping.kind == "exit" and ping.exit_status != 0)
+
+
+def apply_ping(current: Monitor | None, ping: Ping, now: datetime, *, guarded: bool) -> Transition:
+    """The state machine for one ping, pure: the new monitor and the alert to send, if any.
+
+    `guarded` is True for a provider host that the watch pass can cross-check: its `bye` only
+    records the wish to go away.
+    """
+    base = current or Monitor(host=ping.host, status="new", created_at=now)
+    was_down = current is not None and current.status == "down"
+    # A ping is a sign its instance exists: an absence seen by a listing starts over.
+    changes: dict[str, Any] = {
+        "last_ping_at": now,
+        "last_ping_kind": ping.kind,
+        "absent_since": None,
+    }
+    if ping.message is not None:
+        changes["last_message"] = ping.message
+    if ping.kind == "exit":
+        changes["last_exit_status"] = ping.exit_status
+
+    if _failing(ping):
+        changes |= {
+            "status": "down",
+            "down_since": base.down_since if was_down else now,
+            "job_started_at": None,
+            "bye_at": None,
+            "stopped_noted": False,
+        }
+        if was_down:
+            return Transition(base.model_copy(update=changes))
+        changes["last_alert_at"] = now
+        message = ping.message if ping.message is not None else base.last_message
+        exit_status = ping.exit_status if ping.kind == "exit" else None
+        failed = messages.monitor_failed(ping.host, exit_status, message)
+        return Transition(base.model_copy(update=changes), failed)
+
+    if ping.kind == "bye" and not guarded:
+        changes |= {"status": "retired", "bye_at": now, "down_since": None, "job_started_at": None}
+        return Transition(base.model_copy(update=changes))
+
+    if ping.kind == "bye" and was_down:
+        # run.sh reports a failed job (/<status>) and then says bye: that is no recovery. The
+        # watch pass retires the monitor once the provider shows the instance stopped or gone.
+        return Transition(base.model_copy(update=changes | {"bye_at": now}))
+
+    # A sign of life: ping, start, exit 0, or a guarded bye of a monitor that is not down.
+    changes |= {
+        "status": "new" if current is None else "up",
+        "down_since": None,
+        "stopped_noted": False,
+        "bye_at": now if ping.kind == "bye" else None,
+        "job_started_at": now if ping.kind == "start" else None,
+    }
+    if not (was_down and current is not None):
+        return Transition(base.model_copy(update=changes))
+    changes["last_alert_at"] = now
+    downtime = now - (current.down_since or now)
+    return Transition(
+        base.model_copy(update=changes), messages.monitor_recovered(ping.host, downtime)
+    )

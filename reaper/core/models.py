@@ -1,0 +1,347 @@
+"""The shapes every part of reaper agrees on.
+
+Providers normalise their answers into `Instance`; the policy turns instances plus `History`
+into `Decision`s; the store keeps `History`, `AuditRecord`s and `Monitor`s; every alert is an
+`Alert`. Keeping them in one module is what lets the policy stay pure and testable: it sees
+only these values, never a client or a database.
+"""
+
+from __future__ import annotations
+
+from datetime import datetime
+from typing import Literal
+
+from pydantic import BaseModel, ConfigDict, Field
+
+# A provider's registered name ("runpod"); which names exist is the providers' registry's
+# business, not the core's.
+ProviderName = str
+
+# The five states of the public contract. Anything a provider says that is not clearly one of
+# the first four is "unknown": never reaped, and it keeps (does not reset) the stopped clock.
+State = Literal["running", "starting", "stopped", "terminated", "unknown"]
+
+Action = Literal["terminate", "warn", "protect", "hold"]
+AlertLevel = Literal["info", "warning", "critical"]
+
+
+def instance_key(provider: str, instance_id: str) -> str:
+    """The one spelling of an instance's identity in the store and in `reaper keep`.
+
+    Instance ids are unique per provider, so the account is not part of the key: the same pod
+    seen through two configured keys of one account is one pod.
+    """
+    return f"{provider}:{instance_id}"
+
+
+class Instance(BaseModel):
+    """One pod or instance as a provider listed it, normalised.
+
+    Secrets that providers put in their answers (environments, tokens, start scripts, ssh keys)
+    `jupyter_token`, `onstart`, ssh keys) are dropped by the clients before this is built and
+    have no field here.
+    """
+
+    model_config = ConfigDict(frozen=True, extra="forbid", defer_build=True)
+
+    provider: ProviderName
+    account: str
+    id: str
+    name: str = ""
+    state: State
+    raw_status: str
+    # Filled by the reap pass from the store's first-seen-stopped record; providers leave it None
+    # because neither API reports when an instance stopped.
+    stopped_since: datetime | None = None
+    # What the instance bills now, in USD per hour (a stopped one: its storage); None = unknown.
+    cost_per_hour: float | None = None
+    # The provider's lock flag: its owner asked that it never be stopped or reset; never touched.
+    locked: bool = False
+    # The cluster of a cluster member: the provider cannot delete it on its own.
+    cluster_id: str | None = None
+    # GPU utilisation in percent (0-100), averaged over the instance's GPUs; None when unknown.
+    gpu_util: float | None = None
+    created_at: datetime | None = None
+    started_at: datetime | None = None
+    # Disk sizes, for the warning message (what will be lost) and storage costs.
+    container_disk_gb: float | None = None
+    volume_disk_gb: float | None = None
+    network_volume_id: str | None = None
+    # The provider's console page for this instance, for alerts (a tap-to-open link).
+    console_url: str | None = None
+    # Set by the provider when a field that protects an instance (its lock flag, or the name
+    # that may carry the protect marker) is missing or unreadable: it then counts as protected,
+    # and this says why.
+    protection_unreadable: str | None = None
+    # False when the provider's answer cannot show that the instance started since an earlier
+    # reading (no start time in it): the warning then must not promise that starting saves it.
+    restart_visible: bool = True
+    # The provider's own words about this state, for warnings and alerts ("... still means to
+    # run it: it resumes if your bid wins"); empty when there is nothing to add.
+    state_note: str = ""
+    # Set by the provider when the instance is in a state that bills and may never end by
+    # itself (starting that never finishes, waiting for a GPU, in error, an abandoned start):
+    # what it is, in a few words. Alerted once it lasts REAPER_STUCK_AFTER; never reaped for it.
+    stalled: str | None = None
+    # Paused with its memory kept and its GPU still billed: no state of the reaper's reaps it.
+    frozen: bool = False
+    # Words of the provider, set when it reads the instance: its display name, what the field
+    # carrying the protect marker is called there, and what a termination destroys and leaves.
+    provider_label: str = ""
+    name_field: str = "name"
+    termination_loses: str = ""
+
+    @property
+    def key(self) -> str:
+        return instance_key(self.provider, self.id)
+
+
+class KeptInstance(BaseModel):
+    """An instance spared by `reaper keep`, optionally until a time."""
+
+    model_config = ConfigDict(frozen=True, defer_build=True)
+
+    key: str
+    since: datetime
+    until: datetime | None = None
+
+    def active(self, now: datetime) -> bool:
+        return self.until is None or now < self.until
+
+
+class WarningRecord(BaseModel):
+    """A termination warning as it went out.
+
+    `at` is when it was *delivered* (the notice runs from then, not from the pass's start);
+    `heard` is whether it reached a channel a person reads rather than only the
+    log; `mode` is the mode of the pass that sent it: an observe warning said "would be
+    terminated" and never licenses a termination in enforce mode. `terminate_at` is the time
+    the warning announced.
+    """
+
+    model_config = ConfigDict(frozen=True, defer_build=True)
+
+    at: datetime
+    heard: bool
+    mode: Literal["enforce", "observe"]
+    terminate_at: datetime | None = None
+
+
+class History(BaseModel):
+    """What the store remembers about the fleet, as the policy needs it.
+
+    `first_seen_stopped` is the start of the current stopped stretch (the providers have no
+    "stopped at" field, so the reaper records when it first saw each instance stopped).
+    `warnings` holds the termination warning of that stretch; a warning older than the
+    stretch's start belongs to an earlier stretch and does not count.
+    """
+
+    model_config = ConfigDict(frozen=True, defer_build=True)
+
+    first_seen_stopped: dict[str, datetime] = Field(default_factory=dict)
+    # The provider's start time of the instance when its stretch was recorded: any change of it
+    # later is a start the reaper never saw running, whatever the two clocks say.
+    stretch_started: dict[str, datetime] = Field(default_factory=dict)
+    warnings: dict[str, WarningRecord] = Field(default_factory=dict)
+    kept: dict[str, KeptInstance] = Field(default_factory=dict)
+
+
+class Decision(BaseModel):
+    """What the policy decided for one instance, and why, in words a human reads."""
+
+    model_config = ConfigDict(frozen=True, defer_build=True)
+
+    instance: Instance
+    action: Action
+    reason: str
+    # When the instance becomes (or became) due for termination; None when not stopped.
+    due_at: datetime | None = None
+
+
+class ClockChange(BaseModel):
+    """A change to the stopped clock that the reap pass must record.
+
+    `start`: first seen stopped now; `reset`: running or starting again, which also voids the
+    stretch's warnings; `restart`: stopped again after a start that no pass saw (the provider's
+    start time is newer than the stretch), so the old stretch and its warnings end and a new
+    one starts now.
+    """
+
+    model_config = ConfigDict(frozen=True, defer_build=True)
+
+    key: str
+    change: Literal["start", "reset", "restart"]
+    at: datetime
+    # For `start`/`restart`: the provider's start time of the instance, kept with the stretch.
+    started_at: datetime | None = None
+
+
+class Plan(BaseModel):
+    """The policy's whole answer for one pass."""
+
+    model_config = ConfigDict(frozen=True, defer_build=True)
+
+    decisions: list[Decision]
+    clock_changes: list[ClockChange]
+    # Instances whose stopped clock has started by now, with `stopped_since` filled in.
+    instances: list[Instance]
+    # True when more terminations were due than REAPER_MAX_TERMINATIONS allows: all are `hold`.
+    cap_exceeded: bool = False
+    due_count: int = 0
+
+
+class AuditRecord(BaseModel):
+    """One termination, kept for `reaper audit`: what, why, when, confirmed."""
+
+    model_config = ConfigDict(frozen=True, defer_build=True)
+
+    provider: ProviderName
+    account: str
+    id: str
+    name: str
+    reason: str
+    requested_at: datetime
+    stopped_since: datetime | None = None
+    cost_per_hour: float | None = None
+    # "requested" (written before the call, so a crash mid-call still leaves a record),
+    # "deleted" (2xx), "not_found" (already gone), "failed" (error, see detail).
+    result: Literal["requested", "deleted", "not_found", "failed"]
+    detail: str = ""
+    confirmed: bool = False
+    confirmed_at: datetime | None = None
+
+    @property
+    def key(self) -> str:
+        return instance_key(self.provider, self.id)
+
+
+class ReapRun(BaseModel):
+    """The summary of a completed reap pass; the watcher alerts when these stop coming."""
+
+    model_config = ConfigDict(frozen=True, defer_build=True)
+
+    at: datetime
+    finished_at: datetime
+    dry_run: bool
+    mode: Literal["enforce", "observe"]
+    instances: int
+    terminated: int
+    warned: int
+    errors: int
+    exit_code: int
+
+
+MonitorStatus = Literal["new", "up", "down", "retired"]
+
+
+class Monitor(BaseModel):
+    """A heartbeat monitor: one host pinging `/ping/<key>/<host>`."""
+
+    model_config = ConfigDict(frozen=True, defer_build=True)
+
+    host: str
+    status: MonitorStatus = "new"
+    created_at: datetime
+    last_ping_at: datetime | None = None
+    last_ping_kind: Literal["ping", "start", "fail", "exit", "bye"] | None = None
+    last_exit_status: int | None = None
+    last_message: str = ""
+    # A `/start` not yet followed by a ping, a `/fail` or an exit status.
+    job_started_at: datetime | None = None
+    down_since: datetime | None = None
+    last_alert_at: datetime | None = None
+    bye_at: datetime | None = None
+    # Set once the "instance stopped, the reaper takes over" note went out for this outage.
+    stopped_noted: bool = False
+    # When a complete listing first failed to show this provider host's instance: it retires as
+    # gone only when a second complete listing, a watch period later, misses it too.
+    absent_since: datetime | None = None
+
+
+class Alert(BaseModel):
+    """One message for the phone. `dedup_key` groups repeats of the same condition (a channel
+    that can replace a notification replaces it by this)."""
+
+    model_config = ConfigDict(frozen=True, defer_build=True)
+
+    title: str
+    body: str = ""
+    level: AlertLevel = "warning"
+    dedup_key: str = ""
+    url: str | None = None
+    # The event name for logs and grouping, e.g. "termination_warning".
+    event: str = "alert"
+
+
+class Delivery(BaseModel):
+    """The result of sending one alert through one channel."""
+
+    model_config = ConfigDict(frozen=True, defer_build=True)
+
+    channel: str
+    ok: bool
+    detail: str = ""
+    # Whether this channel reaches a person (a phone's channel); the log does not. Only a
+    # warning delivered where a person can read it licenses a termination.
+    heard: bool = False
+
+
+class Episode(BaseModel):
+    """A condition that is open until it clears (balance low, a leak, an idle GPU, a silent
+    reaper). Alerting per episode, not per pass, is what keeps a condition from becoming an
+    alert storm."""
+
+    model_config = ConfigDict(frozen=True, defer_build=True)
+
+    key: str
+    opened_at: datetime
+    detail: str = ""
+    alerted_at: datetime | None = None
+
+
+class Balance(BaseModel):
+    model_config = ConfigDict(frozen=True, defer_build=True)
+
+    provider: ProviderName
+    account: str
+    balance: float | None = None
+    spend_per_hour: float | None = None
+    spend_limit: float | None = None
+
+
+class Volume(BaseModel):
+    """A provider's storage volume, for the leak guards."""
+
+    model_config = ConfigDict(frozen=True, defer_build=True)
+
+    provider: ProviderName
+    account: str
+    id: str
+    name: str = ""
+    size_gb: float | None = None
+    # True when some pod/instance/endpoint references it; None when that cannot be told.
+    attached: bool | None = None
+    cost_per_month: float | None = None
+    created_at: datetime | None = None
+
+
+class Listing(BaseModel):
+    """One account's last complete listing, as a reap pass saw it: what `reaper keep`, `status`
+    and the status page show between passes (they never list the providers themselves)."""
+
+    model_config = ConfigDict(frozen=True, defer_build=True)
+
+    provider: ProviderName
+    account: str
+    at: datetime
+    instances: list[Instance] = Field(default_factory=list)
+
+
+class AccountError(BaseModel):
+    """An account whose listing (or another read) failed: one line, never a secret."""
+
+    model_config = ConfigDict(frozen=True, defer_build=True)
+
+    provider: ProviderName
+    account: str
+    message: str

@@ -1,0 +1,301 @@
+"""The pure reap policy: fleet + history + now + settings → decisions.
+
+No I/O happens here, and nothing here reads a clock: that is what lets the property tests
+throw thousands of generated fleets and histories at it and check that the safety rules hold
+for every one (README "Safety rules"). The reap pass does the listing, the recording and the
+acting — and asks this module again, with a fresh reading, right before each delete
+(`recheck`).
+
+The rules, in the order they are applied to each instance:
+1. The stopped clock. Running or starting resets it (and voids the stretch's warnings); stopped
+   starts it at first sight, and starts it anew when the provider's start time shows a restart
+   between two passes; everything else (unknown, ERROR, frozen, offline...) keeps it as it is.
+   A stretch never starts before the instance's own creation or start time; a start time in
+   the future is unreadable (the recorded stretch is kept), never a restart.
+2. Only a stopped instance can be acted on. Everything else is left alone ("can't read it →
+   assume busy").
+3. Protected (the marker in its name/label, RunPod `locked`, `reaper keep`, or a protection
+   field the provider's answer does not let us read) → `protect`.
+4. Within REAPER_WARN_BEFORE + REAPER_REAP_EVERY of its deadline, without a warning that
+   licenses a termination → `warn`. A warning licenses only when it was sent in the same mode
+   (an observe warning said "would be terminated") and reached a person (or
+   REAPER_REQUIRE_CHANNEL=false).
+5. Due → `terminate`, but only after a licensing warning delivered in an earlier pass of the
+   same stretch, and never sooner than REAPER_WARN_BEFORE after its delivery. Cluster members,
+   observe mode and a warning nobody could hear → `hold`.
+6. More terminations due than the cap (over all accounts) → every one of them `hold`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from datetime import datetime
+
+from reaper.config import Settings
+from reaper.core.models import ClockChange, Decision, History, Instance, Plan, WarningRecord
+from reaper.core.units import humanize, iso
+
+# States that mean "it runs again": only these reset the stopped clock.
+RESETTING_STATES = frozenset({"running", "starting"})
+
+NO_CHANNEL_REASON = (
+    "no warning reached a person: no alert channel is configured (set TELEGRAM_BOT_TOKEN and "
+    "TELEGRAM_CHAT_ID, BARK_URL or NTFY_URL), or set REAPER_REQUIRE_CHANNEL=false to accept a "
+    "warning written only to the log"
+)
+
+
+def protection_reason(inst: Instance, history: History, now: datetime, marker: str) -> str | None:
+    """Why this instance must never be touched, or None if nothing protects it."""
+    if inst.protection_unreadable:
+        return f"protection cannot be read ({inst.protection_unreadable}): counts as protected"
+    if inst.locked:
+        return "locked on RunPod"
+    if marker and marker in inst.name:
+        return f"name contains the protect marker {marker!r}"
+    kept = history.kept.get(inst.key)
+    if kept is not None and kept.active(now):
+        until = f" until {iso(kept.until)}" if kept.until else ""
+        return f"kept by `reaper keep`{until}"
+    return None
+
+
+def stretch_warning(
+    inst_key: str, stopped_since: datetime, history: History
+) -> WarningRecord | None:
+    """The warning of this stretch: sent at or after the stretch began. Warnings from an earlier
+    stretch (before a restart) are void."""
+    warning = history.warnings.get(inst_key)
+    if warning is None or warning.at < stopped_since:
+        return None
+    return warning
+
+
+def licenses(warning: WarningRecord | None, settings: Settings) -> bool:
+    """Whether a warning of this stretch may be followed by a termination: sent in this mode,
+    and heard by a person unless REAPER_REQUIRE_CHANNEL=false."""
+    if warning is None or warning.mode != settings.mode:
+        return False
+    return warning.heard or not settings.require_channel
+
+
+def future_start(inst: Instance, now: datetime) -> bool:
+    """A provider start or creation time after `now` cannot be read as a restart."""
+    return any(t is not None and t > now for t in (inst.started_at, inst.created_at))
+
+
+def _floor(inst: Instance, now: datetime) -> datetime | None:
+    """The earliest a stopped stretch can have begun: its creation or last start, of those
+    that are not in the future."""
+    times = [t for t in (inst.created_at, inst.started_at) if t is not None and t <= now]
+    return max(times) if times else None
+
+
+def _clock(
+    inst: Instance, history: History, now: datetime
+) -> tuple[datetime | None, ClockChange | None]:
+    """The stretch start to use for this instance, and the change to record, if any."""
+    recorded = history.first_seen_stopped.get(inst.key)
+    if inst.state in RESETTING_STATES:
+        dirty = recorded is not None or inst.key in history.warnings
+        return None, ClockChange(key=inst.key, change="reset", at=now) if dirty else None
+    if inst.state != "stopped":
+        # unknown, terminated: keep whatever is recorded, change nothing.
+        return recorded, None
+    if recorded is None:
+        return now, ClockChange(key=inst.key, change="start", at=now, started_at=inst.started_at)
+    started = inst.started_at
+    seen_then = history.stretch_started.get(inst.key)
+    restarted = (
+        # The start time moved since the stretch was recorded, whatever the two clocks say:
+        # the provider's may be ahead of ours by a few minutes.
+        started != seen_then
+        if seen_then is not None and started is not None
+        else started is not None and recorded < started <= now
+    )
+    if restarted:
+        # Started and stopped again between two passes: a restart the reaper never saw
+        # running still voids the old stretch's warnings (the user may have rescued data).
+        return now, ClockChange(key=inst.key, change="restart", at=now, started_at=started)
+    floor = _floor(inst, now)
+    # A pass with a clock behind may have recorded a start before the instance existed.
+    return (max(recorded, floor) if floor is not None else recorded), None
+
+
+def _decide_stopped(
+    inst: Instance, history: History, now: datetime, settings: Settings
+) -> Decision | None:
+    assert inst.stopped_since is not None
+    stopped_for = humanize(now - inst.stopped_since)
+    due_at = inst.stopped_since + settings.stopped_ttl
+
+    reason = protection_reason(inst, history, now, settings.protect_marker)
+    if reason is not None:
+        return Decision(instance=inst, action="protect", reason=reason, due_at=due_at)
+
+    warning = stretch_warning(inst.key, inst.stopped_since, history)
+    if not licenses(warning, settings):
+        if now < due_at - settings.warn_before - settings.reap_every:
+            return None
+        unheard = (
+            warning is not None
+            and warning.mode == settings.mode
+            and settings.require_channel
+            and not settings.human_channel
+        )
+        if unheard:
+            # Already written to the log; nobody can be reached, so nothing can follow from it.
+            if now < due_at:
+                return None
+            return Decision(
+                instance=inst,
+                action="hold",
+                reason=f"stopped for {stopped_for}, due, but {NO_CHANNEL_REASON}",
+                due_at=due_at,
+            )
+        # Early enough that the termination lands on the first pass at or after the deadline;
+        # a late warning (the reaper was down, or just deployed) still gives the full notice.
+        terminate_at = max(due_at, now + settings.warn_before)
+        verb = "would be terminated" if settings.mode == "observe" else "will be terminated"
+        return Decision(
+            instance=inst,
+            action="warn",
+            reason=f"stopped for {stopped_for}; {verb} at {iso(terminate_at)}",
+            due_at=terminate_at,
+        )
+
+    assert warning is not None
+    # A warning counts only once an earlier pass delivered it (never the pass now running),
+    # the full notice runs from its delivery, and never before the time it announced.
+    terminate_at = max(due_at, warning.at + settings.warn_before)
+    if warning.terminate_at is not None:
+        terminate_at = max(terminate_at, warning.terminate_at)
+    if warning.at >= now or now < terminate_at:
+        return None
+    ttl = humanize(settings.stopped_ttl)
+    warned = iso(warning.at)
+    if inst.cluster_id is not None:
+        return Decision(
+            instance=inst,
+            action="hold",
+            reason=f"stopped for {stopped_for}, but a member of cluster {inst.cluster_id!r}: "
+            "the pod endpoints cannot delete it; delete its cluster instead",
+            due_at=terminate_at,
+        )
+    if settings.mode == "observe":
+        return Decision(
+            instance=inst,
+            action="hold",
+            reason=f"observe mode: would terminate (stopped for {stopped_for}, limit {ttl}, "
+            f"warned {warned})",
+            due_at=terminate_at,
+        )
+    return Decision(
+        instance=inst,
+        action="terminate",
+        reason=f"stopped for {stopped_for}, limit {ttl}, warned {warned}",
+        due_at=terminate_at,
+    )
+
+
+def _apply_cap(
+    decisions: list[Decision], cap: int, source: str
+) -> tuple[list[Decision], int, bool]:
+    """`source` names where the cap came from, so the reason points at what to change."""
+    due = sum(1 for d in decisions if d.action == "terminate")
+    if due <= cap:
+        return decisions, due, False
+    held_reason = (
+        f"held by the cap: {due} terminations due, {source}={cap}"
+        if cap
+        else f"held: {source}=0 turns terminations off"
+    )
+    capped = [
+        d.model_copy(update={"action": "hold", "reason": f"{held_reason} ({d.reason})"})
+        if d.action == "terminate"
+        else d
+        for d in decisions
+    ]
+    return capped, due, True
+
+
+def _decide_one(
+    raw: Instance, history: History, now: datetime, settings: Settings
+) -> tuple[Instance, ClockChange | None, Decision | None]:
+    stopped_since, change = _clock(raw, history, now)
+    inst = raw.model_copy(update={"stopped_since": stopped_since})
+    decision = _decide_stopped(inst, history, now, settings) if inst.state == "stopped" else None
+    return inst, change, decision
+
+
+def decide(
+    instances: Sequence[Instance],
+    history: History,
+    now: datetime,
+    settings: Settings,
+    *,
+    max_terminations: int | None = None,
+) -> Plan:
+    """Decide the whole pass. `max_terminations` overrides the setting for one run."""
+    seen: list[Instance] = []
+    decisions: list[Decision] = []
+    changes: list[ClockChange] = []
+    for raw in instances:
+        inst, change, decision = _decide_one(raw, history, now, settings)
+        seen.append(inst)
+        if change is not None:
+            changes.append(change)
+        if decision is not None:
+            decisions.append(decision)
+
+    cap = settings.max_terminations if max_terminations is None else max_terminations
+    source = "REAPER_MAX_TERMINATIONS" if max_terminations is None else "--max-terminations"
+    decisions, due, exceeded = _apply_cap(decisions, cap, source)
+    return Plan(
+        decisions=decisions,
+        clock_changes=changes,
+        instances=seen,
+        cap_exceeded=exceeded,
+        due_count=due,
+    )
+
+
+def recheck(
+    planned: Decision,
+    fresh: Instance | None,
+    history: History,
+    now: datetime,
+    settings: Settings,
+) -> str | None:
+    """Why a planned termination must not go out after all, from a reading taken right before
+    the delete (and the history as it stands then), or None when it is still due.
+
+    Still due means: still listed, still stopped, in the same stretch, unprotected, not kept,
+    and a termination by the same rules as the plan. Unlisted is not proof of anything here:
+    the instance may have moved, so it is left alone.
+    """
+    if fresh is None:
+        return "not in the fresh reading right before the delete; left for the next pass"
+    if fresh.state != "stopped":
+        return (
+            f"the fresh reading right before the delete shows it {fresh.state} ({fresh.raw_status})"
+        )
+    inst, _change, decision = _decide_one(fresh, history, now, settings)
+    if inst.stopped_since != planned.instance.stopped_since:
+        return "the fresh reading shows a new stopped stretch (it was started meanwhile)"
+    if decision is None or decision.action != "terminate":
+        why = decision.reason if decision is not None else "no longer due"
+        return f"the fresh reading right before the delete: {why}"
+    return None
+
+
+__all__ = [
+    "NO_CHANNEL_REASON",
+    "RESETTING_STATES",
+    "decide",
+    "future_start",
+    "licenses",
+    "protection_reason",
+    "recheck",
+    "stretch_warning",
+]

@@ -1,0 +1,62 @@
+"""Units: money, durations, times and the month, each written one way everywhere.
+
+One duration formatter (`humanize`: at most two adjacent units, truncated, "1h30m", "2d3h",
+"23h", "45s") for every table, alert and reason; one spelling of an instant for machines
+(`iso`) and one for people (`utc`); one month of hours for $/h → $/month.
+"""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime, timedelta
+
+# A month of hours for $/h → $/month: 730 = 8760 / 12, the figure RunPod's pricing uses. (A
+# provider that divides by another month for its own figures says so in its own package.)
+HOURS_PER_MONTH = 730.0
+
+
+def iso(moment: datetime | None) -> str | None:
+    """ISO 8601 in UTC with a `Z`, the only way times leave the program."""
+    if moment is None:
+        return None
+    return moment.astimezone(UTC).isoformat().replace("+00:00", "Z")
+
+
+def parse_time(text: str | None) -> datetime | None:
+    """Read a provider's or the store's timestamp; naive ones are taken as UTC; junk is None."""
+    if not text:
+        return None
+    try:
+        moment = datetime.fromisoformat(text.replace("Z", "+00:00"))
+    except ValueError:
+        return None
+    return moment if moment.tzinfo else moment.replace(tzinfo=UTC)
+
+
+def as_utc(moment: datetime) -> datetime:
+    return moment.replace(tzinfo=UTC) if moment.tzinfo is None else moment.astimezone(UTC)
+
+
+def humanize(delta: timedelta) -> str:
+    """A duration in at most two units: 45s, 7m, 1h30m, 23h, 2d3h."""
+    seconds = int(abs(delta).total_seconds())
+    days, rest = divmod(seconds, 86400)
+    hours, rest = divmod(rest, 3600)
+    minutes, secs = divmod(rest, 60)
+    if days:
+        return f"{days}d{hours}h" if hours else f"{days}d"
+    if hours:
+        return f"{hours}h{minutes}m" if minutes else f"{hours}h"
+    if minutes:
+        return f"{minutes}m"
+    return f"{secs}s"
+
+
+def utc(moment: datetime) -> str:
+    return as_utc(moment).strftime("%Y-%m-%d %H:%M UTC")
+
+
+def money(amount: float) -> str:
+    """Dollars; cents are too coarse for storage, which bills fractions of a cent an hour."""
+    if 0 < abs(amount) < 0.1:
+        return f"${amount:.3f}"
+    return f"${amount:,.2f}"

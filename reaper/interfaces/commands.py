@@ -1,0 +1,238 @@
+"""The commands of the command line: each runs a pass or reads the store, and prints a view.
+
+`cli` parses the arguments and hands over to one of these; exit statuses follow the contract:
+0 done, 1 needs attention, 2 bad configuration or arguments (a `ConfigError`).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import sys
+from datetime import datetime, timedelta
+
+from reaper import log
+from reaper.channels.base import ChannelOptions, Notifier
+from reaper.clock import Clock, SystemClock
+from reaper.config import ConfigError, Settings
+from reaper.core.models import Instance, KeptInstance, instance_key
+from reaper.core.units import iso
+from reaper.interfaces import views
+from reaper.providers.base import ProviderClient
+from reaper.providers.http import HttpOptions
+from reaper.store.base import Store
+
+EXIT_OK = 0
+EXIT_ATTENTION = 1
+EXIT_CONFIG = 2
+
+
+def reap_command(
+    settings: Settings, *, dry_run: bool, json_output: bool, max_terminations: int | None
+) -> int:
+    from reaper.passes.reap import run_pass
+    from reaper.store import open_store
+
+    settings.require_provider_keys()
+    store = open_store(settings.state, read_only=dry_run)
+    try:
+        report = asyncio.run(
+            run_pass(settings, store, dry_run=dry_run, max_terminations=max_terminations)
+        )
+    finally:
+        store.close()
+    if report.lease_taken:
+        print("reaper: another reap pass holds the lease; nothing done", file=sys.stderr)
+    if report.clock_behind:
+        print(f"reaper: {report.clock_problem}; nothing decided", file=sys.stderr)
+    if json_output:
+        print(json.dumps(views.reap_json(report), ensure_ascii=False))
+    elif not report.lease_taken:
+        print(views.reap_table(report))
+    return report.exit_code
+
+
+def parse_target(target: str) -> tuple[str, str]:
+    """`<provider>:<id>`, the id canonicalised the way the provider's listing spells it."""
+    from reaper.providers.base import canonical_id, plugins
+
+    provider, sep, raw_id = target.strip().partition(":")
+    names = [p.name for p in plugins()]
+    if not sep or provider not in names or not raw_id:
+        expected = " or ".join(f"{name}:<id>" for name in names)
+        raise ConfigError("<provider>:<id>", f"expected {expected}, got {target!r}")
+    instance_id = canonical_id(provider, raw_id)
+    if instance_id is None:
+        raise ConfigError("<provider>:<id>", f"not a valid {provider} instance id: {raw_id!r}")
+    return provider, instance_id
+
+
+def _last_seen(store: Store, key: str) -> tuple[Instance | None, datetime | None]:
+    """The instance as the last complete listing of its provider showed it, and when the
+    newest listing of that provider was taken (None: never listed)."""
+    provider = key.split(":", 1)[0]
+    newest: datetime | None = None
+    for listing in store.listings():
+        if listing.provider != provider:
+            continue
+        newest = listing.at if newest is None else max(newest, listing.at)
+        for inst in listing.instances:
+            if inst.key == key:
+                return inst, listing.at
+    return None, newest
+
+
+def keep_command(settings: Settings, *, target: str, duration: timedelta | None) -> int:
+    from reaper.store import open_store
+
+    provider, instance_id = parse_target(target)
+    now = SystemClock().now()
+    key = instance_key(provider, instance_id)
+    until = now + duration if duration else None
+    store = open_store(settings.state)
+    try:
+        store.keep(KeptInstance(key=key, since=now, until=until))
+        seen, listed_at = _last_seen(store, key)
+    finally:
+        store.close()
+    log.event("keep", provider=provider, id=instance_id, until=until, result="kept")
+    name = f" ({seen.name})" if seen is not None and seen.name else ""
+    print(f"kept {key}{name} " + (f"until {iso(until)}" if until else "until further notice"))
+    if seen is None:
+        where = (
+            f"the last listing ({iso(listed_at)})"
+            if listed_at
+            else f"any listing yet (no reap pass has listed {provider})"
+        )
+        print(f"reaper: note: {key} is not in {where}: check the id", file=sys.stderr)
+    return 0
+
+
+def unkeep_command(settings: Settings, *, target: str) -> int:
+    from reaper.store import open_store
+
+    provider, instance_id = parse_target(target)
+    key = instance_key(provider, instance_id)
+    store = open_store(settings.state)
+    try:
+        ended = store.unkeep(key)
+    finally:
+        store.close()
+    log.event("unkeep", provider=provider, id=instance_id, result="ended" if ended else "none")
+    if ended:
+        print(f"no longer kept: {key} (the reaper treats it as any other instance again)")
+        return 0
+    print(f"reaper: {key} was not kept; nothing changed", file=sys.stderr)
+    return 0
+
+
+def audit_command(settings: Settings, *, json_output: bool) -> int:
+    from reaper.store import open_store
+
+    store = open_store(settings.state, read_only=True)
+    try:
+        records = store.audit_log()
+    finally:
+        store.close()
+    if json_output:
+        print(json.dumps(views.audit_json(records), ensure_ascii=False))
+    else:
+        print(views.audit_table(records))
+    return EXIT_OK
+
+
+def status_command(settings: Settings, json_output: bool) -> int:
+    """`reaper status`: monitors, the stopped fleet and the last reap, as the store knows them."""
+    from reaper.store import open_store
+
+    store = open_store(settings.state, read_only=True)
+    try:
+        data = views.status_json(
+            settings, store.list_monitors(), store.last_reap(), store.history(), SystemClock().now()
+        )
+    finally:
+        store.close()
+    if json_output:
+        print(json.dumps(data, ensure_ascii=False))
+    else:
+        print("\n".join(views.status_lines(data)))
+    return EXIT_OK
+
+
+def watch_command(settings: Settings, json_output: bool) -> int:
+    """`reaper watch`: one watch pass, for cron or a Lambda schedule."""
+    from reaper.channels.fanout import make_notifier
+    from reaper.passes.watch import WatchReport, watch_pass
+    from reaper.providers.base import make_clients
+    from reaper.store import open_store
+
+    async def once() -> WatchReport:
+        store = open_store(settings.state)
+        clients: list[ProviderClient] = list(make_clients(settings))
+        try:
+            notifier: Notifier = make_notifier(settings)
+            return await watch_pass(settings, store, notifier, SystemClock(), clients)
+        finally:
+            for client in clients:
+                await client.aclose()
+            store.close()
+
+    report = asyncio.run(once())
+    if json_output:
+        print(json.dumps(views.watch_json(report), ensure_ascii=False))
+    else:
+        print("\n".join(views.watch_lines(report)))
+    return report.exit_code
+
+
+def report_command(
+    settings: Settings,
+    *,
+    json_output: bool,
+    clock: Clock | None = None,
+    http_options: HttpOptions | None = None,
+) -> int:
+    """`reaper report [--json]`: providers live, the store read-only. 0 done; 1 when a
+    listing failed (its spend and leaks are unknown); no keys at all is a config error."""
+    from reaper.passes.digest import with_clients
+    from reaper.store import open_store
+
+    settings.require_provider_keys()
+    now = (clock or SystemClock()).now()
+    store = open_store(settings.state, read_only=True)
+    try:
+        digest = asyncio.run(with_clients(settings, store, None, now, http_options))
+    finally:
+        store.close()
+    if json_output:
+        print(json.dumps(views.digest_json(digest), ensure_ascii=False))
+    else:
+        print(views.digest_text(digest))
+    for problem in digest.errors:
+        print(f"reaper: {problem.provider}/{problem.account}: {problem.message}", file=sys.stderr)
+    return 1 if digest.errors else 0
+
+
+def test_alert_command(settings: Settings, *, options: ChannelOptions | None = None) -> int:
+    """`reaper test-alert`: one message through every configured channel, one line each.
+
+    Exit 0 when every channel delivered, 1 when any failed, 2 when none is configured (that is
+    a configuration problem, stated the way config errors are).
+    """
+    from reaper.channels.fanout import channels_configured, make_notifier
+    from reaper.channels.registry import CHANNELS
+    from reaper.config import plugin_settings
+    from reaper.core.messages import test_message
+
+    if not channels_configured(settings):
+        variables = " / ".join(plugin_settings(p).variables[0] for p in CHANNELS.values())
+        print(f"reaper: {variables}: no alert channel configured", file=sys.stderr)
+        return EXIT_CONFIG
+    deliveries = asyncio.run(make_notifier(settings, options=options).send(test_message()))
+    for delivery in deliveries:
+        print(
+            f"{delivery.channel}: ok"
+            if delivery.ok
+            else f"{delivery.channel}: failed: {delivery.detail}"
+        )
+    return EXIT_OK if all(d.ok for d in deliveries) else EXIT_ATTENTION

@@ -1,0 +1,477 @@
+"""`reaper serve`: the HTTP API and the schedules in one process, state in SQLite.
+
+uvicorn serves an ASGI adapter over `reaper.http.handle` (the same core the Lambda adapter
+calls). Known pitfalls this module exists to avoid (DESIGN.md):
+- uvicorn's access log writes every request line — the ping key is in the path — so it is off,
+  and each request is logged here as one line with the key replaced by `***`;
+- uvicorn 0.54 with several workers leaves TCP_NODELAY unset (≈44 ms per keep-alive request):
+  one worker, on a socket bound here with TCP_NODELAY set.
+The watch and reap schedules run in the lifespan; shutdown (SIGTERM/SIGINT, handled by
+uvicorn) lets a running pass finish, then closes the provider clients and the store.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import signal
+import socket
+import sqlite3
+import sys
+import threading
+import time
+from collections.abc import Awaitable, Callable, Iterator, MutableMapping, Sequence
+from contextlib import contextmanager, suppress
+from dataclasses import dataclass, field
+from datetime import timedelta
+from typing import Any
+
+import uvicorn
+
+from reaper import log
+from reaper.channels.base import Notifier
+from reaper.clock import Clock, SystemClock
+from reaper.config import ConfigError, Settings
+from reaper.core.units import humanize
+from reaper.interfaces.http import (
+    MAX_BODY,
+    REQUEST_CHANNEL_OPTIONS,
+    App,
+    Limits,
+    Request,
+    Response,
+    handle,
+    redact_path,
+)
+from reaper.passes.watch import watch_pass
+from reaper.providers.base import ProviderClient
+from reaper.store.base import Store
+from reaper.store.sqlite import StoreSchemaError
+
+Scope = MutableMapping[str, Any]
+Message = MutableMapping[str, Any]
+Receive = Callable[[], Awaitable[Message]]
+Send = Callable[[Message], Awaitable[None]]
+
+
+# --- schedules ----------------------------------------------------------------------------
+
+
+@dataclass
+class Job:
+    """A pass run every `every`, the first one at start-up."""
+
+    name: str
+    every: timedelta
+    run: Callable[[], Awaitable[object]]
+
+
+class Scheduler:
+    """Runs each job in its own loop until stopped; a stop waits for the running pass.
+
+    A pass that raises is logged and the loop goes on: one bad pass must not end the schedule.
+    `on_pass` (tests) is called after every pass with the job's name.
+    """
+
+    def __init__(self, jobs: Sequence[Job], on_pass: Callable[[str], None] | None = None) -> None:
+        self.jobs = list(jobs)
+        self.passes: dict[str, int] = {job.name: 0 for job in jobs}
+        self._on_pass = on_pass
+        self._stop = asyncio.Event()
+        self._tasks: list[asyncio.Task[None]] = []
+
+    def start(self) -> None:
+        self._stop = asyncio.Event()
+        self._tasks = [asyncio.create_task(self._loop(job), name=job.name) for job in self.jobs]
+
+    async def stop(self) -> None:
+        self._stop.set()
+        await asyncio.gather(*self._tasks, return_exceptions=True)
+        self._tasks = []
+
+    async def _loop(self, job: Job) -> None:
+        while not self._stop.is_set():
+            started = time.perf_counter()
+            try:
+                await job.run()
+            except Exception as exc:
+                log.event("schedule_error", job=job.name, error=exc.__class__.__name__)
+            self.passes[job.name] += 1
+            log.event("pass_done", job=job.name, ms=round((time.perf_counter() - started) * 1000))
+            if self._on_pass is not None:
+                self._on_pass(job.name)
+            with suppress(TimeoutError):
+                await asyncio.wait_for(self._stop.wait(), job.every.total_seconds())
+
+
+def serve_jobs(
+    settings: Settings,
+    store: Store,
+    notifier: Notifier,
+    clock: Clock,
+    clients: Sequence[ProviderClient],
+) -> list[Job]:
+    """The watch schedule always; the reap schedule and the daily digest only when a provider
+    key is set (the digest reports on the providers' spend and balances)."""
+    listening_since = clock.now()
+
+    async def watch() -> None:
+        await watch_pass(settings, store, notifier, clock, clients, listening_since=listening_since)
+
+    jobs = [Job("watch", settings.watch_every, watch)]
+    if settings.accounts:
+
+        async def reap() -> None:
+            from reaper.passes.reap import reap_once
+
+            await reap_once(settings, store, notifier, clock)
+
+        async def digest() -> None:
+            from reaper.passes.digest import digest_once
+
+            # digest_once sends at most one digest a day, so a restart does not send another.
+            await digest_once(settings, store, notifier, clock, clients=clients)
+
+        jobs.append(Job("reap", settings.reap_every, reap))
+        jobs.append(Job("digest", timedelta(days=1), digest))
+    return jobs
+
+
+# --- the ASGI adapter ---------------------------------------------------------------------
+
+
+async def read_body(receive: Receive, limit: int = MAX_BODY) -> bytes:
+    """The request body, but never more than `limit` + 1 bytes: past the limit reading stops
+    (the answer is 413 anyway) instead of buffering whatever a client sends."""
+    chunks: list[bytes] = []
+    size = 0
+    while True:
+        message = await receive()
+        if message["type"] != "http.request":
+            break  # the client went away
+        chunk: bytes = message.get("body", b"")
+        chunks.append(chunk)
+        size += len(chunk)
+        if size > limit:
+            return b"".join(chunks)[: limit + 1]
+        if not message.get("more_body", False):
+            break
+    return b"".join(chunks)
+
+
+def _request(scope: Scope, body: bytes) -> Request:
+    headers: dict[str, str] = {}
+    for raw_name, raw_value in scope.get("headers", []):
+        name = raw_name.decode("latin-1").lower()
+        value = raw_value.decode("latin-1")
+        headers[name] = f"{headers[name]}, {value}" if name in headers else value
+    client = scope.get("client")
+    return Request(
+        method=scope["method"],
+        path=scope["path"],
+        headers=headers,
+        body=body,
+        client=str(client[0]) if client else "unknown",
+    )
+
+
+async def _send(send: Send, response: Response) -> None:
+    headers = {"cache-control": "no-store", **response.headers}
+    headers.setdefault("content-length", str(len(response.body)))
+    await send(
+        {
+            "type": "http.response.start",
+            "status": response.status,
+            "headers": [(k.encode("latin-1"), v.encode("latin-1")) for k, v in headers.items()],
+        }
+    )
+    await send({"type": "http.response.body", "body": response.body})
+
+
+class ReaperASGI:
+    """The ASGI application: requests go to `handle`; the lifespan runs the schedules."""
+
+    def __init__(
+        self,
+        app: App,
+        scheduler: Scheduler | None = None,
+        on_close: Sequence[Callable[[], Awaitable[None]]] = (),
+    ) -> None:
+        self.app = app
+        self.scheduler = scheduler
+        self._on_close = list(on_close)
+        self._closed = False
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] == "lifespan":
+            await self._lifespan(receive, send)
+        elif scope["type"] == "http":
+            await self._http(scope, receive, send)
+
+    async def _http(self, scope: Scope, receive: Receive, send: Send) -> None:
+        started = time.perf_counter()
+        request = _request(scope, await read_body(receive))
+        response = await handle(request, self.app)
+        log.event(
+            "http",
+            method=request.method[:10],
+            route=redact_path(request.path),
+            status=response.status,
+            ms=round((time.perf_counter() - started) * 1000, 1),
+            client=request.client,
+        )
+        await _send(send, response)
+
+    async def _lifespan(self, receive: Receive, send: Send) -> None:
+        while True:
+            message = await receive()
+            if message["type"] == "lifespan.startup":
+                if self.scheduler is not None:
+                    self.scheduler.start()
+                await send({"type": "lifespan.startup.complete"})
+            elif message["type"] == "lifespan.shutdown":
+                await self.close()
+                await send({"type": "lifespan.shutdown.complete"})
+                return
+
+    async def close(self) -> None:
+        """Let the running passes finish, then release clients and the store. Only the first
+        call does anything: the lifespan shutdown and the server's own `finally` both call it."""
+        if self._closed:
+            return
+        self._closed = True
+        if self.scheduler is not None:
+            await self.scheduler.stop()
+        for closer in self._on_close:
+            try:
+                await closer()
+            except Exception as exc:
+                log.event("close_error", error=exc.__class__.__name__)
+        self.app.store.close()
+
+
+def build_asgi(
+    settings: Settings,
+    store: Store,
+    notifier: Notifier,
+    clock: Clock,
+    *,
+    channels: Sequence[str] = (),
+    limits: Limits | None = None,
+    jobs: Sequence[Job] = (),
+    on_pass: Callable[[str], None] | None = None,
+    on_close: Sequence[Callable[[], Awaitable[None]]] = (),
+) -> ReaperASGI:
+    """The ASGI app of `reaper serve` from its parts; tests pass a FakeClock, a recording
+    notifier and no jobs (or jobs of their own)."""
+    app = App(settings, store, notifier, clock, channels=channels, limits=limits)
+    scheduler = Scheduler(jobs, on_pass) if jobs else None
+    return ReaperASGI(app, scheduler, on_close)
+
+
+# --- running uvicorn ----------------------------------------------------------------------
+
+
+def bind_socket(host: str, port: int) -> socket.socket:
+    """Bind here rather than in uvicorn: a port of 0 is then known before serving, and
+    TCP_NODELAY is set on the listening socket (accepted sockets inherit it)."""
+    family = socket.AF_INET6 if ":" in host else socket.AF_INET
+    sock = socket.socket(family, socket.SOCK_STREAM)
+    try:
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+        sock.bind((host, port))
+        sock.listen(2048)
+        sock.setblocking(False)
+    except BaseException:
+        sock.close()
+        raise
+    return sock
+
+
+def uvicorn_config(asgi: ReaperASGI) -> uvicorn.Config:
+    return uvicorn.Config(
+        asgi,
+        workers=1,
+        access_log=False,  # it would write the ping key to disk
+        server_header=False,
+        log_level="warning",
+        lifespan="on",
+        http="auto",  # httptools when installed, else h11
+        # No WebSocket protocol: the API has none, and with a WebSocket library installed
+        # (uvicorn[standard] brings one) an Upgrade request would reach the app as a scope
+        # it does not answer. Without it, the request is answered as plain HTTP.
+        ws="none",
+        loop="auto",  # uvloop when installed, else asyncio
+        timeout_graceful_shutdown=10,
+    )
+
+
+class _Server(uvicorn.Server):
+    """uvicorn.Server that says when it is listening (tests wait on it instead of polling),
+    whose SIGTERM/SIGINT end in a clean exit, and that always closes the app.
+
+    uvicorn 0.54 re-raises a caught signal after its graceful shutdown, so the process dies
+    of it (SIGTERM: status -15, SIGINT: KeyboardInterrupt) even though everything was closed
+    properly; `reaper serve` returns 0 instead, as a finished command does.
+
+    A second SIGINT makes uvicorn skip the lifespan shutdown, and the end of its event loop
+    would then cancel a running pass (a reap between a termination and its audit record) and
+    leave the store open. `serve` therefore closes the app in a `finally`, on the same loop:
+    the pass finishes, clients and the store are closed.
+    """
+
+    def __init__(self, config: uvicorn.Config, asgi: ReaperASGI) -> None:
+        super().__init__(config)
+        self.ready = threading.Event()
+        self._asgi = asgi
+
+    async def serve(self, sockets: list[socket.socket] | None = None) -> None:
+        try:
+            await super().serve(sockets)
+        finally:
+            await self._asgi.close()
+
+    async def startup(self, sockets: list[socket.socket] | None = None) -> None:
+        await super().startup(sockets)
+        self.ready.set()
+
+    @contextmanager
+    def capture_signals(self) -> Iterator[None]:
+        if threading.current_thread() is not threading.main_thread():
+            yield  # signals can only be handled in the main thread (tests run us in another)
+            return
+        handled = (signal.SIGINT, signal.SIGTERM)
+        originals = {sig: signal.signal(sig, self.handle_exit) for sig in handled}
+        try:
+            yield
+        finally:
+            for sig, handler in originals.items():
+                signal.signal(sig, handler)
+
+
+@dataclass
+class RunningServer:
+    port: int
+    asgi: ReaperASGI
+    server: _Server = field(repr=False)
+    thread: threading.Thread = field(repr=False)
+
+    @property
+    def url(self) -> str:
+        return f"http://127.0.0.1:{self.port}"
+
+    def stop(self) -> None:
+        """What SIGTERM does: stop accepting, finish requests and passes, close the store."""
+        self.server.should_exit = True
+        self.thread.join(timeout=30)
+
+
+@contextmanager
+def serving(asgi: ReaperASGI, host: str = "127.0.0.1", port: int = 0) -> Iterator[RunningServer]:
+    """Run the app under uvicorn in a thread, on an ephemeral port by default; for tests and
+    the benchmark. Leaving the block shuts it down gracefully."""
+    sock = bind_socket(host, port)
+    server = _Server(uvicorn_config(asgi), asgi)
+    thread = threading.Thread(target=server.run, kwargs={"sockets": [sock]}, daemon=True)
+    thread.start()
+    try:
+        if not server.ready.wait(timeout=15):
+            raise RuntimeError("the server did not start")
+        running = RunningServer(sock.getsockname()[1], asgi, server, thread)
+        yield running
+    finally:
+        server.should_exit = True
+        thread.join(timeout=30)
+        sock.close()
+
+
+# --- the command --------------------------------------------------------------------------
+
+
+def _require_sqlite(settings: Settings) -> None:
+    if settings.state.kind != "sqlite":
+        raise ConfigError(
+            "REAPER_STATE",
+            "reaper serve keeps its state in SQLite: expected sqlite:///<path> "
+            "(dynamodb:// is for the AWS deployment)",
+        )
+
+
+def _announce(settings: Settings, host: str, port: int, channels: Sequence[str]) -> None:
+    reaping = (
+        f"every {humanize(settings.reap_every)}"
+        if settings.accounts
+        else "off (no RUNPOD_API_KEY / VAST_API_KEY set)"
+    )
+    log.event(
+        "serve",
+        listening=f"http://{host}:{port}",
+        state=settings.state.location,
+        ping="on"
+        if settings.ping_key
+        else "off (REAPER_PING_KEY unset: /ping and /alert answer 404)",
+        status="on" if settings.admin_key else "off (REAPER_ADMIN_KEY unset)",
+        watch=f"every {humanize(settings.watch_every)}",
+        reaping=reaping,
+        channels=",".join(channels) or "none (alerts are only logged)",
+    )
+
+
+def serve_command(settings: Settings, host: str, port: int) -> int:
+    """`reaper serve`: blocks until SIGTERM/SIGINT; 0 after a clean shutdown."""
+    _require_sqlite(settings)
+    from reaper.channels.fanout import channels_configured, make_notifier
+    from reaper.providers.base import make_clients
+    from reaper.store import open_store
+
+    try:
+        sock = bind_socket(host, port)
+    except OSError as exc:
+        print(f"reaper: cannot listen on {host}:{port}: {exc.strerror or exc}", file=sys.stderr)
+        return 1
+    try:
+        store = open_store(settings.state)
+    except (OSError, sqlite3.Error, StoreSchemaError) as exc:
+        sock.close()
+        raise ConfigError("REAPER_STATE", f"cannot open {settings.state.location}: {exc}") from None
+    clock = SystemClock()
+    # The schedules wait for a slow channel (nobody waits on them); requests do not: the
+    # kit's curl gives up after 5 s, and /alert must answer with the result per channel.
+    notifier: Notifier = make_notifier(settings)
+    request_notifier: Notifier = make_notifier(settings, options=REQUEST_CHANNEL_OPTIONS)
+    channels: list[str] = list(channels_configured(settings))
+    clients: list[ProviderClient] = list(make_clients(settings)) if settings.accounts else []
+
+    async def close_clients() -> None:
+        for client in clients:
+            await client.aclose()
+
+    asgi = build_asgi(
+        settings,
+        store,
+        request_notifier,
+        clock,
+        channels=channels,
+        jobs=serve_jobs(settings, store, notifier, clock, clients),
+        on_close=[close_clients],
+    )
+    _announce(settings, host, sock.getsockname()[1], channels)
+    try:
+        _Server(uvicorn_config(asgi), asgi).run(sockets=[sock])
+    finally:
+        sock.close()
+    log.event("serve_stopped")
+    return 0
+
+
+__all__ = [
+    "Job",
+    "ReaperASGI",
+    "RunningServer",
+    "Scheduler",
+    "build_asgi",
+    "read_body",
+    "serve_command",
+    "serve_jobs",
+    "serving",
+]

@@ -1,0 +1,236 @@
+"""One `Context` per pass, and the `Effects` through which a pass changes anything.
+
+A pass reads the providers, the store and the clock, decides with the pure core, and then acts
+— writes to the store, sends alerts, deletes instances — only through `ctx.effects` (the store
+a pass writes to is `ctx.store`, which the effects chose). A dry run is the same pass with
+`DryRunEffects`: its store forwards reads and records writes instead of making them, its alerts
+and deletes are recorded and never sent. So a dry run is a way of running a pass, not a branch
+in every step of it, and what it would have done is in `effects.recorded`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from datetime import datetime, timedelta
+from typing import Literal
+
+from reaper.channels.base import Notifier
+from reaper.clock import Clock
+from reaper.config import Settings
+from reaper.core.models import (
+    Alert,
+    AuditRecord,
+    Delivery,
+    Episode,
+    History,
+    KeptInstance,
+    Listing,
+    Monitor,
+    ReapRun,
+    WarningRecord,
+)
+from reaper.providers.base import ProviderClient, TerminateOutcome
+from reaper.store.base import Store
+
+# What a delete answered, or that a dry run did not send it.
+DeleteOutcome = TerminateOutcome | Literal["dry_run"]
+
+
+class Effects:
+    """Acting for real: the store as it is, alerts through the notifier, deletes sent."""
+
+    live = True
+
+    def __init__(self, store: Store, notifier: Notifier) -> None:
+        self.store = store
+        self.notifier = notifier
+
+    async def send(self, alert: Alert) -> list[Delivery]:
+        return await self.notifier.send(alert)
+
+    async def delete(
+        self,
+        client: ProviderClient,
+        instance_id: str,
+        *,
+        not_after: float,
+        before_send: Callable[[], None],
+    ) -> DeleteOutcome:
+        return await client.terminate(instance_id, not_after=not_after, before_send=before_send)
+
+
+class DryRunEffects(Effects):
+    """Acting on paper: every write, alert and delete is recorded, none happens. An alert
+    "delivered" here reached a person on paper, so that the pass takes the path it would take
+    for real; the results say `done: false`."""
+
+    live = False
+
+    def __init__(self, store: Store) -> None:
+        self.recorded: list[str] = []
+        super().__init__(RecordingStore(store, self.recorded), _NoNotifier())
+
+    async def send(self, alert: Alert) -> list[Delivery]:
+        self.recorded.append(f"alert {alert.event}: {alert.title}")
+        return [Delivery(channel="dry run", ok=True, heard=True)]
+
+    async def delete(
+        self,
+        client: ProviderClient,
+        instance_id: str,
+        *,
+        not_after: float,
+        before_send: Callable[[], None],
+    ) -> DeleteOutcome:
+        self.recorded.append(f"delete {client.provider}:{instance_id}")
+        return "dry_run"
+
+
+class _NoNotifier:
+    async def send(self, alert: Alert) -> list[Delivery]:
+        return []
+
+
+@dataclass
+class RecordingStore:
+    """A `Store` whose reads go to `inner` and whose writes are only recorded: what a dry run
+    writes to. Each write answers as it would on an empty slate (a lease is taken, an alert is
+    claimed, an episode opens), so the pass follows the path it would follow for real."""
+
+    inner: Store
+    recorded: list[str] = field(default_factory=list)
+    read_only: bool = True
+
+    def _write(self, what: str) -> None:
+        self.recorded.append(f"store {what}")
+
+    # --- reads ---------------------------------------------------------------------------
+    def history(self) -> History:
+        return self.inner.history()
+
+    def audit_log(self, since: datetime | None = None) -> list[AuditRecord]:
+        return self.inner.audit_log(since)
+
+    def last_reap(self) -> ReapRun | None:
+        return self.inner.last_reap()
+
+    def listings(self) -> list[Listing]:
+        return self.inner.listings()
+
+    def get_monitor(self, host: str) -> Monitor | None:
+        return self.inner.get_monitor(host)
+
+    def list_monitors(self) -> list[Monitor]:
+        return self.inner.list_monitors()
+
+    def open_episodes(self, prefix: str = "") -> list[Episode]:
+        return self.inner.open_episodes(prefix)
+
+    # --- writes, recorded ------------------------------------------------------------------
+    def start_stopped_clock(
+        self, key: str, at: datetime, *, started_at: datetime | None = None
+    ) -> None:
+        self._write(f"start_stopped_clock {key}")
+
+    def reset_stopped_clock(self, key: str) -> None:
+        self._write(f"reset_stopped_clock {key}")
+
+    def record_warning(self, key: str, warning: WarningRecord) -> None:
+        self._write(f"record_warning {key}")
+
+    def keep(self, kept: KeptInstance) -> None:
+        self._write(f"keep {kept.key}")
+
+    def unkeep(self, key: str) -> bool:
+        self._write(f"unkeep {key}")
+        return key in self.inner.history().kept
+
+    def acquire_lease(self, name: str, owner: str, now: datetime, ttl: timedelta) -> bool:
+        return True
+
+    def renew_lease(self, name: str, owner: str, now: datetime, ttl: timedelta) -> bool:
+        return True
+
+    def release_lease(self, name: str, owner: str) -> None:
+        return None
+
+    def record_termination(self, record: AuditRecord) -> None:
+        self._write(f"record_termination {record.key} {record.result}")
+
+    def record_reap(self, run: ReapRun) -> None:
+        self._write("record_reap")
+
+    def record_listing(self, listing: Listing) -> None:
+        self._write(f"record_listing {listing.provider}:{listing.account}")
+
+    def put_monitor(self, monitor: Monitor) -> None:
+        self._write(f"put_monitor {monitor.host}")
+
+    def create_monitor(self, monitor: Monitor, limit: int) -> bool:
+        self._write(f"create_monitor {monitor.host}")
+        return True
+
+    def delete_monitor(self, host: str) -> None:
+        self._write(f"delete_monitor {host}")
+
+    def delete_retired(self, before: datetime, keep: int) -> int:
+        return 0
+
+    def claim_alert(self, key: str, now: datetime, window: timedelta) -> bool:
+        return True
+
+    def open_episode(self, key: str, at: datetime, detail: str = "") -> Episode:
+        for episode in self.inner.open_episodes(key):
+            if episode.key == key:
+                return episode
+        self._write(f"open_episode {key}")
+        return Episode(key=key, opened_at=at, detail=detail)
+
+    def mark_episode_alerted(self, key: str, at: datetime, detail: str | None = None) -> None:
+        self._write(f"mark_episode_alerted {key}")
+
+    def close_episode(self, key: str) -> Episode | None:
+        found = [e for e in self.inner.open_episodes(key) if e.key == key]
+        if found:
+            self._write(f"close_episode {key}")
+        return found[0] if found else None
+
+    def close(self) -> None:
+        self.inner.close()
+
+
+@dataclass
+class Context:
+    """Everything one pass works with, in one order everywhere."""
+
+    settings: Settings
+    store: Store
+    clients: Sequence[ProviderClient]
+    notifier: Notifier
+    clock: Clock
+    effects: Effects
+
+    @classmethod
+    def make(
+        cls,
+        settings: Settings,
+        store: Store,
+        clients: Sequence[ProviderClient],
+        notifier: Notifier,
+        clock: Clock,
+        *,
+        dry_run: bool = False,
+    ) -> Context:
+        """The context of a live pass, or of a dry run over the same (read-only) store."""
+        effects = DryRunEffects(store) if dry_run else Effects(store, notifier)
+        return cls(settings, effects.store, clients, notifier, clock, effects)
+
+    @property
+    def dry_run(self) -> bool:
+        return not self.effects.live
+
+    def client(self, provider: str, account: str) -> ProviderClient | None:
+        return next(
+            (c for c in self.clients if c.provider == provider and c.account == account), None
+        )

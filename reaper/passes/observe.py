@@ -1,0 +1,112 @@
+"""The one listing of every account: what every pass knows of the fleet comes from here.
+
+All accounts of every provider are listed concurrently. An account whose listing failed is an
+error for that account — never a shorter fleet — and the others go on. One id listed twice with
+different facts (on two pages, or through two keys of one account) is one instance, unknown.
+Balances and volumes, which the guards and the digest read beside the listing, come from here
+too (`read_extras`), so that nothing lists the same accounts twice.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Collection, Sequence
+from dataclasses import dataclass, field
+
+from reaper.core.models import AccountError, Balance, Instance, Volume
+from reaper.providers.base import ProviderClient, error_text
+from reaper.providers.parsing import merge_duplicates
+
+
+@dataclass
+class Observation:
+    """What one listing of the accounts showed."""
+
+    instances: list[Instance] = field(default_factory=list)
+    errors: list[AccountError] = field(default_factory=list)
+    # (provider, account) of every account listed, and of those listed completely.
+    listed: list[tuple[str, str]] = field(default_factory=list)
+    complete: set[tuple[str, str]] = field(default_factory=set)
+
+    @property
+    def complete_providers(self) -> set[str]:
+        """Providers of which every listed account listed completely."""
+        failed = {e.provider for e in self.errors}
+        return {provider for provider, _ in self.listed} - failed
+
+    def of(self, provider: str, account: str) -> list[Instance]:
+        return [i for i in self.instances if i.provider == provider and i.account == account]
+
+
+async def observe(
+    clients: Sequence[ProviderClient], *, providers: Collection[str] | None = None
+) -> Observation:
+    """One listing per account (of `providers` only, when given), all at once."""
+    chosen = [c for c in clients if providers is None or c.provider in providers]
+    results = await asyncio.gather(*(c.list_instances() for c in chosen), return_exceptions=True)
+    seen = Observation()
+    listed: list[Instance] = []
+    for client, result in zip(chosen, results, strict=True):
+        account = (client.provider, client.account)
+        seen.listed.append(account)
+        if isinstance(result, BaseException):
+            seen.errors.append(
+                AccountError(
+                    provider=client.provider, account=client.account, message=error_text(result)
+                )
+            )
+            continue
+        seen.complete.add(account)
+        listed += result
+    seen.instances = merge_duplicates(listed)
+    return seen
+
+
+@dataclass
+class Extras:
+    """Balances and volumes of the accounts, and what could not be read (by account)."""
+
+    balances: list[Balance] = field(default_factory=list)
+    volumes: list[Volume] = field(default_factory=list)
+    # (provider, account) -> {"balance" | "volumes": one-line reason}
+    failures: dict[tuple[str, str], dict[str, str]] = field(default_factory=dict)
+    # Accounts whose volumes were read (an orphan-volume episode may close only there).
+    volumes_read: set[tuple[str, str]] = field(default_factory=set)
+
+
+async def read_extras(clients: Sequence[ProviderClient], seen: Observation) -> Extras:
+    """Every account's balance and volumes, concurrently. A provider that tells volume
+    attachment from its instances gets this pass's listing of its provider (every account's:
+    a volume is attached when any instance mounts it), so it need not list again; an account
+    whose listing failed lists for itself."""
+
+    async def one(client: ProviderClient) -> tuple[object, object]:
+        account = (client.provider, client.account)
+        instances = (
+            [i for i in seen.instances if i.provider == client.provider]
+            if account in seen.complete
+            else None
+        )
+        balance, volumes = await asyncio.gather(
+            client.balance(), client.volumes(instances), return_exceptions=True
+        )
+        return balance, volumes
+
+    extras = Extras()
+    for client, (balance, volumes) in zip(
+        clients, await asyncio.gather(*(one(c) for c in clients)), strict=True
+    ):
+        account = (client.provider, client.account)
+        failures: dict[str, str] = {}
+        if isinstance(balance, BaseException):
+            failures["balance"] = error_text(balance)
+        elif isinstance(balance, Balance):
+            extras.balances.append(balance)
+        if isinstance(volumes, BaseException):
+            failures["volumes"] = error_text(volumes)
+        elif isinstance(volumes, list):
+            extras.volumes += volumes
+            extras.volumes_read.add(account)
+        if failures:
+            extras.failures[account] = failures
+    return extras

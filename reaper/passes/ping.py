@@ -1,0 +1,105 @@
+"""A ping, applied: the monitor written to the store and its alert sent.
+
+The state machine is pure (`reaper.core.heartbeat`); this is its I/O, shared by `reaper serve`
+and the Lambda HTTP function.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from datetime import datetime, timedelta
+
+from reaper import log
+from reaper.channels.base import Notifier
+from reaper.clock import Clock
+from reaper.config import Settings
+from reaper.core.heartbeat import Ping, apply_ping
+from reaper.core.models import Alert, Monitor
+from reaper.providers.base import provider_host
+from reaper.store.base import Store
+
+# An /alert not yet delivered (interfaces.http): an episode under this prefix + the alert's key.
+UNDELIVERED_ALERT = "alert-undelivered:"
+# How long a retired monitor stays after it was last heard from (see prune_retired).
+RETIRED_KEPT = timedelta(days=7)
+
+
+@dataclass(frozen=True)
+class PingOutcome:
+    accepted: bool
+    # Why a ping was refused (the monitor cap), one line for the HTTP answer.
+    reason: str = ""
+    monitor: Monitor | None = None
+    alert: Alert | None = None
+
+
+def cross_checkable(host: str, settings: Settings) -> tuple[str, str] | None:
+    """A provider host whose provider we hold a key for; only those get the `bye` protection."""
+    parsed = provider_host(host)
+    if parsed is None:
+        return None
+    configured = settings.provider(parsed[0])
+    return parsed if configured is not None and configured.accounts else None
+
+
+def _cap_reason(settings: Settings) -> str:
+    return (
+        f"monitor limit reached: {settings.max_monitors} monitors exist "
+        "(REAPER_MAX_MONITORS); this host was not created"
+    )
+
+
+async def record_ping(
+    settings: Settings, store: Store, notifier: Notifier, clock: Clock, ping: Ping
+) -> PingOutcome:
+    """Apply one ping to the store and send its alert, if it has one.
+
+    The read and the write happen with no `await` between them, so that within one event loop
+    a watch pass or another ping never interleaves with them; the alert is sent after the
+    write, so a slow channel never holds the monitor's state back.
+    """
+    guarded = cross_checkable(ping.host, settings) is not None
+    for _attempt in range(2):
+        now = clock.now()
+        current = store.get_monitor(ping.host)
+        if current is None and ping.kind == "bye":
+            return PingOutcome(accepted=True)  # nothing to retire
+        transition = apply_ping(current, ping, now, guarded=guarded)
+        placed = _place(store, current, transition.monitor, settings.max_monitors)
+        if placed is None:
+            continue  # created meanwhile by another process: apply to that one
+        if not placed:
+            return PingOutcome(accepted=False, reason=_cap_reason(settings))
+        if transition.alert is not None:
+            log.event("monitor", host=ping.host, change=transition.alert.event)
+            await notifier.send(transition.alert)
+        return PingOutcome(accepted=True, monitor=transition.monitor, alert=transition.alert)
+    return PingOutcome(accepted=False, reason=_cap_reason(settings))
+
+
+def _place(store: Store, current: Monitor | None, monitor: Monitor, limit: int) -> bool | None:
+    """Write the monitor. A first ping and a retired monitor coming back both take a place
+    under REAPER_MAX_MONITORS: otherwise ping + bye + ping on the same names would walk past
+    the cap. True if written, False if the cap refused it (a refused revival leaves the
+    retired monitor as it was), None if another process created the host meanwhile."""
+    reviving = current is not None and current.status == "retired" and monitor.status != "retired"
+    if current is not None and not reviving:
+        store.put_monitor(monitor)
+        return True
+    if reviving:
+        store.delete_monitor(monitor.host)  # create_monitor counts, and wants a new host
+    if store.create_monitor(monitor, limit):
+        return True
+    if store.get_monitor(monitor.host) is not None:
+        return None
+    if current is not None:
+        store.put_monitor(current)
+    return False
+
+
+def prune_retired(settings: Settings, store: Store, now: datetime) -> int:
+    """Retired monitors watch nothing. They stay for `reaper status` a week after they were
+    last heard from, and only the REAPER_MAX_MONITORS most recently heard: ping + bye on new
+    names with a leaked key cannot grow the store without bound, while a fleet of short-lived
+    instances churns freely (a retired monitor never takes a place under the cap)."""
+    return store.delete_retired(now - RETIRED_KEPT, keep=settings.max_monitors)

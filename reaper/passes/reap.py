@@ -1,0 +1,1003 @@
+"""One reap pass: observe, decide, apply — warn, terminate, confirm, record, alert.
+
+The pass is the only place that acts on the policy's decisions, and it treats every provider
+answer with suspicion: a listing that failed is an error for that account (no decisions for
+it); right before a delete the instance is read again and the policy asked again; a delete
+that answered 2xx is only a request — the instance counts as terminated once a complete,
+trustworthy re-listing of its account shows it gone or terminated.
+
+Everything it changes goes through `ctx.effects` (see `reaper.passes.context`), so a dry run
+is this same pass with effects that record instead of acting.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import time
+import uuid
+from collections.abc import Awaitable, Callable, Collection, Mapping, Sequence
+from dataclasses import dataclass, field
+from datetime import datetime, timedelta
+from typing import Literal, TypeVar
+
+from pydantic import BaseModel, ConfigDict
+
+from reaper import log
+from reaper.channels.base import Notifier
+from reaper.channels.fanout import channel_plugin
+from reaper.channels.registry import CHANNELS
+from reaper.clock import Clock, SystemClock
+from reaper.config import Settings
+from reaper.core import messages
+from reaper.core.models import (
+    AccountError,
+    Action,
+    Alert,
+    AuditRecord,
+    Decision,
+    Delivery,
+    History,
+    Instance,
+    Listing,
+    Plan,
+    ReapRun,
+    WarningRecord,
+)
+from reaper.core.policy import NO_CHANNEL_REASON, RESETTING_STATES, decide, recheck
+from reaper.core.units import HOURS_PER_MONTH, iso
+from reaper.core.witness import proves_gone, trustworthy_absence
+from reaper.passes.context import Context
+from reaper.passes.guards import GuardReport, guard_pass
+from reaper.passes.observe import Observation, observe
+from reaper.providers.base import (
+    UNREADABLE_ID_PREFIX,
+    ProviderClient,
+    ProviderError,
+    StaleReading,
+    error_text,
+    label,
+)
+from reaper.store.base import Store
+
+LEASE_NAME = "reap"
+# Long enough for a pass with confirmation waits; short enough that a crashed pass does not
+# block the next hourly one.
+LEASE_TTL = timedelta(minutes=30)
+# More warnings than this in one pass are folded into as few messages as hold them (see
+# `messages.fold`): a chat's per-minute limit must not delay the notice of the last one.
+FOLD_WARNINGS_AFTER = 5
+# Unconfirmed audit records older than this are no longer reconciled against listings.
+RECONCILE_WINDOW = timedelta(days=30)
+# The providers' clocks (their answers' `Date`) and ours may differ by this much; more, and a
+# pass decides nothing: a clock a day ahead would make a pod stopped for two hours look due.
+MAX_CLOCK_SKEW = timedelta(minutes=5)
+CAP_EPISODE = "reap:cap"
+CLOCK_EPISODE = "reap:clock_behind"
+NO_CHANNEL_EPISODE = "reap:no_channel"
+
+Sleep = Callable[[float], Awaitable[None]]
+
+
+@dataclass(frozen=True)
+class ConfirmOptions:
+    """How long to wait for terminations to show in a re-listing: bounded, with backoff."""
+
+    attempts: int = 7
+    # The first re-listing goes out at once (the delete was acknowledged); then 1, 2, 4, ... s.
+    first_delay: float = 0.0
+    backoff: float = 1.0
+    max_delay: float = 16.0
+
+
+@dataclass(frozen=True)
+class ActOptions:
+    """How fresh a reading must be for a delete to go out on it.
+
+    `fresh_for`: seconds from the fresh read (taken right before the deletes) after which no
+    delete goes out on it; one held up longer (a queue, a rate-limit wait) is read again.
+    `rounds`: how many fresh reads one account gets in one pass before the rest waits for the
+    next pass.
+    """
+
+    fresh_for: float = 5.0
+    rounds: int = 3
+
+
+class ActionResult(BaseModel):
+    model_config = ConfigDict(frozen=True)
+
+    provider: str
+    account: str
+    id: str
+    name: str
+    action: Action
+    reason: str
+    done: bool = False
+    confirmed: bool = False
+
+
+@dataclass
+class ReapReport:
+    dry_run: bool
+    mode: Literal["enforce", "observe"]
+    at: datetime
+    instances: list[Instance] = field(default_factory=list)
+    actions: list[ActionResult] = field(default_factory=list)
+    errors: list[AccountError] = field(default_factory=list)
+    cap_exceeded: bool = False
+    lease_taken: bool = False
+    # The pass ran past its lease and another took it: it stopped acting (needs attention).
+    lease_lost: bool = False
+    # The pass's clock read earlier than the last completed pass, or far from the providers':
+    # it decided nothing. `clock_problem` says which, in a line.
+    clock_behind: bool = False
+    clock_problem: str = ""
+    # No channel reaches a person: warnings went only to the log.
+    no_channel: bool = False
+    # Audit records left unconfirmed by an earlier pass, confirmed by this pass's listing.
+    reconciled: list[str] = field(default_factory=list)
+    # The money guards' findings (leaks, balances) of this pass; None when they did not run.
+    guards: GuardReport | None = None
+
+    @property
+    def exit_code(self) -> int:
+        """1 when something needs a human: a provider failed, a termination is unconfirmed or
+        was not done, a warning reached nobody, the cap held terminations back, the lease was
+        lost, the clock is wrong."""
+        if self.lease_lost or self.clock_behind:
+            return 1
+        if self.lease_taken:
+            return 0
+        unconfirmed = any(
+            a.action == "terminate" and a.done and not a.confirmed for a in self.actions
+        )
+        not_done = not self.dry_run and any(
+            a.action in ("terminate", "warn") and not a.done for a in self.actions
+        )
+        return 1 if self.errors or unconfirmed or not_done or self.cap_exceeded else 0
+
+
+def _result(
+    decision: Decision,
+    *,
+    done: bool = False,
+    confirmed: bool = False,
+    reason: str = "",
+    action: Action | None = None,
+) -> ActionResult:
+    inst = decision.instance
+    return ActionResult(
+        provider=inst.provider,
+        account=inst.account,
+        id=inst.id,
+        name=inst.name,
+        action=action or decision.action,
+        reason=reason or decision.reason,
+        done=done,
+        confirmed=confirmed,
+    )
+
+
+def storage_per_month(inst: Instance) -> float | None:
+    """A stopped instance bills only its storage, so its $/h times a month is what reaping stops."""
+    if inst.cost_per_hour is None:
+        return None
+    return round(inst.cost_per_hour * HOURS_PER_MONTH, 2)
+
+
+class LeaseLost(Exception):
+    """The pass no longer holds the reap lease: it must stop acting at once."""
+
+
+def _witnesses(fleet: Sequence[Instance], pending: Collection[str]) -> set[str]:
+    """Instances a re-list must still show: listed alive in the reading the deletes were
+    decided on, and not being deleted."""
+    return {i.id for i in fleet if i.id not in pending and i.state != "terminated"}
+
+
+T = TypeVar("T")
+
+
+def _by_account(
+    items: Sequence[T], key: Callable[[T], tuple[str, str]] | None = None
+) -> dict[tuple[str, str], list[T]]:
+    def default(item: T) -> tuple[str, str]:
+        return (getattr(item, "provider"), getattr(item, "account"))  # noqa: B009
+
+    grouped: dict[tuple[str, str], list[T]] = {}
+    for item in items:
+        grouped.setdefault((key or default)(item), []).append(item)
+    return grouped
+
+
+@dataclass
+class _Pass:
+    ctx: Context
+    confirm: ConfirmOptions
+    act: ActOptions
+    sleep: Sleep
+    # When the pass began: the "now" of every decision.
+    started: datetime
+    lease_owner: str
+    report: ReapReport
+    seen: Observation = field(default_factory=Observation)
+
+    @property
+    def settings(self) -> Settings:
+        return self.ctx.settings
+
+    @property
+    def store(self) -> Store:
+        return self.ctx.store
+
+    def still_leased(self) -> bool:
+        """Renew the lease; False if it was lost (this pass ran past its TTL, or another took
+        it). Renewing never takes back a lease that expired or changed hands."""
+        return self.store.renew_lease(LEASE_NAME, self.lease_owner, self.ctx.clock.now(), LEASE_TTL)
+
+    def require_lease(self, phase: str) -> None:
+        if not self.still_leased():
+            self.report.lease_lost = True
+            log.event("reap", result="lease_lost", phase=phase)
+            raise LeaseLost(phase)
+
+    async def alert(self, alert: Alert) -> list[Delivery]:
+        return await self.ctx.effects.send(alert)
+
+    async def alert_once(self, episode: str, alert: Alert, detail: str = "") -> None:
+        """One alert per episode: opened now or earlier, alerted once until it closes."""
+        opened = self.store.open_episode(episode, self.started, detail)
+        if opened.alerted_at is None:
+            await self.alert(alert)
+            self.store.mark_episode_alerted(episode, self.started)
+
+    # --- observe ---------------------------------------------------------------------------
+
+    async def list_all(self) -> list[Instance]:
+        self.seen = await observe(self.ctx.clients)
+        self.report.errors = list(self.seen.errors)
+        failed = {(e.provider, e.account): e.message for e in self.seen.errors}
+        for client in self.ctx.clients:
+            episode = f"provider:{client.provider}:{client.account}"
+            message = failed.get((client.provider, client.account))
+            log.event(
+                "list",
+                provider=client.provider,
+                account=client.account,
+                result="error" if message else "ok",
+                error=message,
+                count=None if message else len(self.seen.of(client.provider, client.account)),
+            )
+            if message is None:
+                self.store.close_episode(episode)
+                continue
+            failing = messages.provider_failing(
+                client.provider, label(client.provider), client.account, message
+            )
+            await self.alert_once(episode, failing)
+        return self.seen.instances
+
+    def clock_problem(self) -> str:
+        """Why this pass's clock cannot be trusted, or "" when it can: earlier than the last
+        completed pass, or far from the providers' own clocks (their answers' `Date`)."""
+        now = self.started
+        last = self.store.last_reap()
+        if last is not None and now < last.finished_at:
+            return (
+                f"this pass's clock ({iso(now)}) reads earlier than the last pass"
+                f" ({iso(last.finished_at)})"
+            )
+        for client in self.ctx.clients:
+            theirs = client.server_time()
+            if theirs is not None and abs(theirs - now) > MAX_CLOCK_SKEW:
+                return (
+                    f"this pass's clock ({iso(now)}) is {abs(theirs - now)} away from"
+                    f" {label(client.provider)}'s ({iso(theirs)})"
+                )
+        return ""
+
+    async def gone(
+        self,
+        client: ProviderClient,
+        listed: Mapping[str, Instance],
+        candidates: Collection[str],
+        witnesses: Collection[str],
+    ) -> set[str]:
+        """Of `candidates`, those a complete re-list `listed` proves gone (absent or
+        terminated); see `core.witness.proves_gone`. An account with nothing else to check
+        against needs the instance's own endpoint to agree."""
+        if any(i.startswith(UNREADABLE_ID_PREFIX) for i in listed):
+            # Something is listed whose id cannot be read: it may be one of ours.
+            return set()
+        absent = {i for i in candidates if i not in listed or listed[i].state == "terminated"}
+        if not absent:
+            return set()
+        if witnesses:
+            return absent if proves_gone(set(listed), witnesses) else set()
+        proven: set[str] = set()
+        for instance_id in sorted(absent):
+            if instance_id in listed:
+                proven.add(instance_id)  # listed as terminated: the provider says so itself
+                continue
+            try:
+                alone = await client.lookup(instance_id)
+            except Exception as exc:  # a failed read proves nothing
+                log.event(
+                    "confirm",
+                    provider=client.provider,
+                    account=client.account,
+                    id=instance_id,
+                    result="lookup_failed",
+                    error=error_text(exc),
+                )
+                continue
+            if alone is None or alone.state == "terminated":
+                proven.add(instance_id)
+        return proven
+
+    async def reconcile(self, fleet: list[Instance]) -> None:
+        """Audit records a crashed or cut-off pass left unconfirmed, settled against this
+        pass's complete listing: gone → confirmed and alerted; listed running again → the delete
+        did not happen; still stopped → left for the policy to decide again."""
+        open_records = [
+            r
+            for r in self.store.audit_log(since=self.started - RECONCILE_WINDOW)
+            if not r.confirmed
+            and r.result != "failed"
+            and (r.provider, r.account) in self.seen.complete
+        ]
+        if not open_records:
+            return
+        previous = {(x.provider, x.account): x for x in self.store.listings()}
+        for (provider, account), records in _by_account(open_records).items():
+            client = self.ctx.client(provider, account)
+            if client is None:
+                continue
+            mine = {i.id: i for i in fleet if i.provider == provider and i.account == account}
+            ids = {r.id for r in records}
+            last = previous.get((provider, account))
+            known = _witnesses(last.instances, ids) if last is not None else set()
+            if known and not trustworthy_absence(set(mine), known):
+                continue
+            gone = await self.gone(client, mine, ids, known & set(mine))
+            for record in records:
+                inst = mine.get(record.id)
+                if record.id in gone:
+                    await self._reconciled(record)
+                elif inst is not None and inst.state in RESETTING_STATES:
+                    self.store.record_termination(
+                        record.model_copy(
+                            update={
+                                "result": "failed",
+                                "detail": f"listed {inst.raw_status} after the pass that asked "
+                                "for the delete ended: it did not happen",
+                            }
+                        )
+                    )
+
+    async def _reconciled(self, record: AuditRecord) -> None:
+        confirmed = record.model_copy(
+            update={
+                "result": "deleted" if record.result == "requested" else record.result,
+                "confirmed": True,
+                "confirmed_at": self.ctx.clock.now(),
+                "detail": (record.detail + "; " if record.detail else "")
+                + "confirmed by a later pass's listing",
+            }
+        )
+        self.store.record_termination(confirmed)
+        self.store.reset_stopped_clock(record.key)
+        self.report.reconciled.append(record.key)
+        log.event("reconcile", provider=record.provider, id=record.id, result="confirmed")
+        inst = Instance(
+            provider=record.provider,
+            account=record.account,
+            id=record.id,
+            name=record.name,
+            state="terminated",
+            raw_status="",
+            stopped_since=record.stopped_since,
+            cost_per_hour=record.cost_per_hour,
+        )
+        if self.store.claim_alert(f"terminated:{record.key}", self.started, timedelta(days=1)):
+            await self.alert(messages.terminated(inst, storage_per_month(inst)))
+
+    # --- warnings --------------------------------------------------------------------------
+
+    async def warn_all(self, decisions: list[Decision]) -> list[ActionResult]:
+        """Send this pass's warnings at once: alone and concurrently when few, folded into as
+        few messages as hold them when many, so a slow channel cannot eat one instance's
+        notice. Each is recorded at its own delivery time, with whether a person could read it;
+        an instance counts as warned only if a message naming it was delivered."""
+        if not decisions:
+            return []
+        self.require_lease("before warning")
+        observe_mode = self.settings.mode == "observe"
+        next_check = self.started + self.settings.reap_every
+        marker = self.settings.protect_marker
+        groups: list[tuple[list[Decision], Alert]]
+        if len(decisions) > FOLD_WARNINGS_AFTER:
+            chunks = messages.fold_warnings(
+                [(d.instance, _due(d)) for d in decisions],
+                self.started,
+                marker,
+                next_check=next_check,
+                observe=observe_mode,
+                budget=self.fold_budget(),
+            )
+            by_key = {d.instance.key: d for d in decisions}
+            groups = [([by_key[k] for k in keys], alert) for keys, alert in chunks]
+        else:
+            groups = [
+                (
+                    [d],
+                    messages.termination_warning(
+                        d.instance,
+                        _due(d),
+                        self.started,
+                        marker,
+                        next_check=next_check,
+                        observe=observe_mode,
+                    ),
+                )
+                for d in decisions
+            ]
+        sent = await asyncio.gather(*(self._deliver(alert) for _group, alert in groups))
+        self.require_lease("after warning")
+        results: list[ActionResult] = []
+        for (group, _alert), (deliveries, delivered_at) in zip(groups, sent, strict=True):
+            heard = any(d.ok and d.heard for d in deliveries)
+            logged = any(d.ok for d in deliveries)
+            for decision in group:
+                results.append(self._record_warning(decision, heard, logged, delivered_at))
+        return results
+
+    def fold_budget(self) -> int:
+        """What one folded message may carry: the smallest of the configured channels."""
+        budgets = [channel_plugin(c.channel).body_budget for c in self.settings.channels]
+        return (
+            min(budgets) if budgets else max(channel_plugin(name).body_budget for name in CHANNELS)
+        )
+
+    async def _deliver(self, alert: Alert) -> tuple[list[Delivery], datetime]:
+        deliveries = await self.alert(alert)
+        return deliveries, self.ctx.clock.now()
+
+    def _record_warning(
+        self, decision: Decision, heard: bool, logged: bool, delivered_at: datetime
+    ) -> ActionResult:
+        inst = decision.instance
+        if not logged:
+            # No warning reached anyone: do not record it, so no termination can follow from it.
+            log.event("warn", provider=inst.provider, id=inst.id, result="undelivered")
+            return _result(
+                decision, reason=f"{decision.reason} (warning not delivered; retried next pass)"
+            )
+        self.store.record_warning(
+            inst.key,
+            WarningRecord(
+                at=delivered_at,
+                heard=heard,
+                mode=self.settings.mode,
+                terminate_at=decision.due_at,
+            ),
+        )
+        log.event(
+            "warn",
+            provider=inst.provider,
+            id=inst.id,
+            name=inst.name,
+            result="sent" if heard else "logged",
+            due=decision.due_at,
+        )
+        live = self.ctx.effects.live
+        if heard:
+            return _result(decision, done=live)
+        return _result(
+            decision,
+            done=live,
+            reason=f"{decision.reason} (written to the log only: {NO_CHANNEL_REASON})",
+        )
+
+    async def observe_holds(self, decisions: list[Decision]) -> None:
+        """Observe mode: "would terminate" once per instance and stretch, folded when many."""
+        if self.settings.mode != "observe":
+            return
+        fresh = [
+            d.instance
+            for d in decisions
+            if d.instance.cluster_id is None
+            and self.store.claim_alert(
+                f"observe:{d.instance.key}:{iso(d.instance.stopped_since) or ''}",
+                self.ctx.clock.now(),
+                timedelta(days=365),
+            )
+        ]
+        if len(fresh) > FOLD_WARNINGS_AFTER:
+            for alert in messages.fold_would_terminate(
+                fresh, self.started, budget=self.fold_budget()
+            ):
+                await self.alert(alert)
+        else:
+            for inst in fresh:
+                await self.alert(messages.would_terminate(inst))
+
+    # --- terminations ----------------------------------------------------------------------
+
+    async def terminate(
+        self, decision: Decision, client: ProviderClient, not_after: float
+    ) -> AuditRecord | None:
+        """One delete; its audit record, or None when it was not sent (its reading grew too
+        old while it waited: the caller reads again)."""
+        inst = decision.instance
+        record = AuditRecord(
+            provider=inst.provider,
+            account=inst.account,
+            id=inst.id,
+            name=inst.name,
+            reason=decision.reason,
+            requested_at=self.ctx.clock.now(),
+            stopped_since=inst.stopped_since,
+            cost_per_hour=inst.cost_per_hour,
+            result="requested",
+        )
+        sent = False
+
+        def write_requested() -> None:
+            # Right before the request goes out, so a pass that dies mid-call still leaves a
+            # record that the next pass reconciles, and a delete never sent leaves none.
+            nonlocal sent
+            sent = True
+            self.store.record_termination(record)
+
+        try:
+            outcome = await self.ctx.effects.delete(
+                client, inst.id, not_after=not_after, before_send=write_requested
+            )
+        except StaleReading as exc:
+            if not sent:
+                log.event(
+                    "terminate",
+                    provider=inst.provider,
+                    id=inst.id,
+                    result="not_sent",
+                    detail=error_text(exc),
+                )
+                return None
+            # A first attempt went out; what it did is unknown: confirmed (or not) by re-listing.
+            record = record.model_copy(update={"detail": f"answer unknown: {error_text(exc)}"})
+        except Exception as exc:  # any failure is recorded, never raised
+            detail = error_text(exc)
+            refused = isinstance(exc, ProviderError) and exc.status is not None
+            if sent and not refused:
+                # It went out and no answer said what it did (a time-out, a 5xx after every
+                # retry): only a re-listing can tell whether it took effect.
+                record = record.model_copy(update={"detail": f"answer unknown: {detail}"})
+            else:
+                record = record.model_copy(update={"result": "failed", "detail": detail})
+        else:
+            if outcome == "dry_run":
+                return record
+            record = record.model_copy(update={"result": outcome})
+        self.store.record_termination(record)
+        log.event(
+            "terminate",
+            provider=inst.provider,
+            account=inst.account,
+            id=inst.id,
+            name=inst.name,
+            result=record.result,
+            detail=record.detail or None,
+        )
+        return record
+
+    async def delete_fresh(
+        self, client: ProviderClient, decisions: list[Decision]
+    ) -> tuple[list[tuple[Decision, AuditRecord]], list[ActionResult], dict[str, Instance]]:
+        """Delete what a fresh reading still shows due, round by round: a delete that could not
+        go out while its reading was fresh is read again. Returns the deletes that went out,
+        the decisions that fell away (with why), and the last fresh reading."""
+        sent: list[tuple[Decision, AuditRecord]] = []
+        dropped: list[ActionResult] = []
+        pending = decisions
+        fresh: dict[str, Instance] = {}
+        for _round in range(self.act.rounds):
+            self.require_lease("before the fresh read")
+            read_at = time.monotonic()
+            try:
+                read = await client.read_instances([d.instance.id for d in pending])
+            except Exception as exc:  # no fresh reading, no delete
+                why = f"the fresh read right before the delete failed ({error_text(exc)})"
+                dropped += [_result(d, reason=f"{d.reason}; not deleted: {why}") for d in pending]
+                return sent, dropped, fresh
+            fresh = {i: inst for i, inst in read.items() if inst is not None}
+            history = self.store.history()
+            now = self.ctx.clock.now()
+            go: list[Decision] = []
+            for decision in pending:
+                current = fresh.get(decision.instance.id)
+                why_not = recheck(decision, current, history, now, self.settings)
+                if why_not is None:
+                    go.append(decision)
+                    continue
+                log.event(
+                    "terminate",
+                    provider=decision.instance.provider,
+                    id=decision.instance.id,
+                    result="skipped",
+                    reason=why_not,
+                )
+                dropped.append(
+                    _result(decision, action="hold", reason=f"not terminated: {why_not}")
+                )
+            self.require_lease("before deleting")
+            not_after = read_at + self.act.fresh_for
+            records = await asyncio.gather(*(self.terminate(d, client, not_after) for d in go))
+            pending = []
+            for decision, record in zip(go, records, strict=True):
+                if record is None:
+                    pending.append(decision)
+                else:
+                    sent.append((decision, record))
+            if not pending:
+                break
+        dropped += [
+            _result(d, reason=f"{d.reason}; not deleted: no fresh enough reading in this pass")
+            for d in pending
+        ]
+        return sent, dropped, fresh
+
+    async def confirm_account(
+        self, client: ProviderClient, records: list[AuditRecord], witnesses: set[str]
+    ) -> set[str]:
+        """Re-list the account until every id is proven gone, or the wait runs out."""
+        pending = {r.id for r in records}
+        confirmed: set[str] = set()
+        delay = self.confirm.first_delay
+        for attempt in range(self.confirm.attempts):
+            if delay > 0:
+                await self.sleep(delay)
+            if not self.still_leased():
+                self.report.lease_lost = True
+                break
+            delay = min(self.confirm.backoff * 2**attempt, self.confirm.max_delay)
+            try:
+                listed = await self._relist(client, pending, witnesses)
+            except Exception as exc:  # an incomplete listing proves nothing
+                log.event(
+                    "confirm",
+                    provider=client.provider,
+                    account=client.account,
+                    result="list_failed",
+                    error=error_text(exc),
+                )
+                continue
+            proven = await self.gone(client, listed, pending, self._expected(listed, witnesses))
+            if not proven and pending:
+                log.event(
+                    "confirm",
+                    provider=client.provider,
+                    account=client.account,
+                    result="not_yet",
+                    pending=len(pending),
+                )
+            confirmed |= proven
+            pending -= proven
+            if not pending:
+                break
+        return confirmed
+
+    @staticmethod
+    def _expected(listed: Mapping[str, Instance], witnesses: set[str]) -> set[str]:
+        """The witnesses a re-list must show: all of them for a whole listing; for one
+        narrowed to the pending ids, the one witness that was asked for."""
+        asked = {min(witnesses)} if witnesses else set()
+        return witnesses if set(listed) - asked - witnesses else asked
+
+    async def _relist(
+        self, client: ProviderClient, pending: set[str], witnesses: set[str]
+    ) -> dict[str, Instance]:
+        """A complete listing for confirmation: narrowed to the pending ids and one witness
+        where the provider can filter; the whole account when the witness does not come back
+        (a filter ignored, or the witness went away)."""
+        witness = min(witnesses) if witnesses else None
+        if witness is not None:
+            narrowed = {i.id: i for i in await client.list_instances(only_ids={*pending, witness})}
+            if witness in narrowed:
+                return narrowed
+            log.event(
+                "confirm", provider=client.provider, account=client.account, result="full_relist"
+            )
+        return {i.id: i for i in await client.list_instances()}
+
+    async def terminate_account(
+        self, client: ProviderClient, decisions: list[Decision]
+    ) -> list[ActionResult]:
+        """Read fresh, delete what is still due, then prove it by re-listing. Each account runs
+        its own pipeline, so a slow provider never delays another's proof."""
+        sent, results, _fresh = await self.delete_fresh(client, decisions)
+        if not self.ctx.effects.live:
+            return results + [_result(d) for d, _record in sent]
+        requested = [r for _d, r in sent if r.result in ("deleted", "not_found", "requested")]
+        account_now = {
+            i.id: i for i in self.seen.of(client.provider, client.account) if i.id not in _fresh
+        } | _fresh
+        witnesses = _witnesses(list(account_now.values()), {r.id for r in requested})
+        confirmations = (
+            await self.confirm_account(client, requested, witnesses) if requested else set()
+        )
+        for decision, record in sent:
+            inst = decision.instance
+            asked = record.result in ("deleted", "not_found", "requested")
+            confirmed = asked and record.id in confirmations
+            if confirmed:
+                update: dict[str, object] = {
+                    "confirmed": True,
+                    "confirmed_at": self.ctx.clock.now(),
+                }
+                if record.result == "requested":
+                    update["result"] = "deleted"
+                record = record.model_copy(update=update)
+                self.store.record_termination(record)
+                self.store.reset_stopped_clock(inst.key)
+                await self.alert(messages.terminated(inst, storage_per_month(inst)))
+                reason = decision.reason
+            else:
+                await self.alert(messages.termination_unconfirmed(inst))
+                reason = (
+                    f"{decision.reason}; still listed after the confirmation wait"
+                    if asked
+                    else f"{decision.reason}; delete failed: {record.detail}"
+                )
+            log.event(
+                "confirm",
+                provider=inst.provider,
+                id=inst.id,
+                result="confirmed" if confirmed else "unconfirmed",
+            )
+            results.append(_result(decision, done=asked, confirmed=confirmed, reason=reason))
+        return results
+
+    async def terminate_all(self, decisions: list[Decision]) -> list[ActionResult]:
+        by_account = _by_account(decisions, key=lambda d: (d.instance.provider, d.instance.account))
+        jobs = []
+        for (provider, account), ds in by_account.items():
+            client = self.ctx.client(provider, account)
+            assert client is not None
+            jobs.append(self.terminate_account(client, ds))
+        per_account = await asyncio.gather(*jobs, return_exceptions=True)
+        results: list[ActionResult] = []
+        for (_acct, ds), outcome in zip(by_account.items(), per_account, strict=True):
+            if isinstance(outcome, LeaseLost):
+                lost = "not deleted: the lease was lost"
+                results += [_result(d, reason=f"{d.reason}; {lost}") for d in ds]
+            elif isinstance(outcome, BaseException):
+                raise outcome
+            else:
+                results += outcome
+        return results
+
+
+def _due(decision: Decision) -> datetime:
+    assert decision.due_at is not None
+    return decision.due_at
+
+
+def _vanished(
+    history: History, seen: Observation, previous: Mapping[tuple[str, str], Listing]
+) -> set[str]:
+    """Recorded stretches of instances no longer listed by a provider whose every account listed
+    completely and trustworthily: gone (deleted by hand, or by an earlier pass), so their
+    records can go. A provider with any failed account proves nothing, and neither does a
+    listing that misses every instance its account showed last time (an empty answer from a
+    provider that lost its way) or holds an id it cannot read."""
+    complete = seen.complete_providers
+    for provider, account in seen.complete:
+        mine = {i.id for i in seen.of(provider, account)}
+        last = previous.get((provider, account))
+        known = {i.id for i in last.instances if i.state != "terminated"} if last else set()
+        if any(i.startswith(UNREADABLE_ID_PREFIX) for i in mine) or (
+            known and not trustworthy_absence(mine, known)
+        ):
+            complete.discard(provider)
+    listed = {i.key for i in seen.instances}
+    recorded = set(history.first_seen_stopped) | set(history.warnings)
+    return {k for k in recorded if k.split(":", 1)[0] in complete and k not in listed}
+
+
+async def reap_pass(
+    settings: Settings,
+    store: Store,
+    clients: Sequence[ProviderClient],
+    notifier: Notifier,
+    clock: Clock,
+    *,
+    dry_run: bool = False,
+    max_terminations: int | None = None,
+    confirm: ConfirmOptions | None = None,
+    act: ActOptions | None = None,
+    sleep: Sleep = asyncio.sleep,
+) -> ReapReport:
+    """Run one pass. A dry run reads the store and the providers and changes nothing."""
+    ctx = Context.make(settings, store, clients, notifier, clock, dry_run=dry_run)
+    now = clock.now()
+    report = ReapReport(dry_run=dry_run, mode=settings.mode, at=now)
+    owner = uuid.uuid4().hex
+    if not ctx.store.acquire_lease(LEASE_NAME, owner, now, LEASE_TTL):
+        report.lease_taken = True
+        log.event("reap", result="lease_taken")
+        return report
+    run = _Pass(
+        ctx,
+        confirm or ConfirmOptions(),
+        act or ActOptions(),
+        sleep,
+        started=now,
+        lease_owner=owner,
+        report=report,
+    )
+    try:
+        await _run(run, max_terminations)
+    except LeaseLost:
+        pass
+    finally:
+        ctx.store.release_lease(LEASE_NAME, owner)
+    log.event(
+        "reap",
+        result="done",
+        dry_run=dry_run,
+        mode=settings.mode,
+        instances=len(report.instances),
+        actions=len(report.actions),
+        errors=len(report.errors),
+        exit_code=report.exit_code,
+    )
+    return report
+
+
+async def _run(run: _Pass, max_terminations: int | None) -> None:
+    settings, store, report, now = run.settings, run.store, run.report, run.started
+    report.no_channel = not settings.human_channel
+    if report.no_channel:
+        # Every pass says so: a warning nobody can read is no notice.
+        log.event(
+            "no_alert_channel",
+            message="no alert channel reaches a person (set TELEGRAM_BOT_TOKEN and "
+            "TELEGRAM_CHAT_ID, BARK_URL or NTFY_URL): warnings go only to this log"
+            + (
+                " and due terminations are held (REAPER_REQUIRE_CHANNEL=true)"
+                if settings.require_channel
+                else ""
+            ),
+        )
+    fleet = await run.list_all()
+    problem = run.clock_problem()
+    if problem:
+        report.clock_behind, report.clock_problem = True, problem
+        log.event("reap", result="clock_behind", problem=problem)
+        await run.alert_once(CLOCK_EPISODE, messages.clock_behind(problem))
+        return
+    store.close_episode(CLOCK_EPISODE)
+    await run.reconcile(fleet)
+    history = store.history()
+    plan = decide(fleet, history, now, settings, max_terminations=max_terminations)
+    report.instances = plan.instances
+    report.cap_exceeded = plan.cap_exceeded
+    run.require_lease("after listing")
+    for change in plan.clock_changes:
+        if change.change in ("reset", "restart"):
+            store.reset_stopped_clock(change.key)
+        if change.change in ("start", "restart"):
+            store.start_stopped_clock(change.key, change.at, started_at=change.started_at)
+    previous = {(x.provider, x.account): x for x in store.listings()}
+    for key in _vanished(history, run.seen, previous):
+        store.reset_stopped_clock(key)
+    _record_listings(run, plan.instances)
+
+    # The money guards reuse this listing and run beside the actions: they only alert, never
+    # act, and never fail a pass.
+    guards = asyncio.create_task(guard_pass(run.ctx, run.seen, report.instances))
+    try:
+        await _act(run, plan, max_terminations)
+    finally:
+        report.guards = await guards
+
+    store.record_reap(
+        ReapRun(
+            at=now,
+            finished_at=run.ctx.clock.now(),
+            dry_run=False,
+            mode=settings.mode,
+            instances=len(report.instances),
+            terminated=sum(1 for a in report.actions if a.action == "terminate" and a.confirmed),
+            warned=sum(1 for a in report.actions if a.action == "warn" and a.done),
+            errors=len(report.errors),
+            exit_code=report.exit_code,
+        )
+    )
+
+
+def _record_listings(run: _Pass, instances: list[Instance]) -> None:
+    """Each complete account's listing, for `keep`, `status` and the status page."""
+    grouped = _by_account(instances)
+    for provider, account in sorted(run.seen.complete):
+        listing = Listing(
+            provider=provider,
+            account=account,
+            at=run.started,
+            instances=grouped.get((provider, account), []),
+        )
+        try:
+            run.store.record_listing(listing)
+        except Exception as exc:  # a read model for people; never fails the pass
+            log.event(
+                "listing", provider=provider, account=account, result="error", error=error_text(exc)
+            )
+
+
+async def _act(run: _Pass, plan: Plan, max_terminations: int | None) -> None:
+    settings, report = run.settings, run.report
+    warn = [d for d in plan.decisions if d.action == "warn"]
+    due = [d for d in plan.decisions if d.action == "terminate"]
+    held = [d for d in plan.decisions if d.action == "hold"]
+    report.actions += await run.warn_all(warn)
+    await run.observe_holds(held)
+    report.actions += [_result(d) for d in plan.decisions if d.action in ("hold", "protect")]
+
+    cap = settings.max_terminations if max_terminations is None else max_terminations
+    source = "REAPER_MAX_TERMINATIONS" if max_terminations is None else "--max-terminations"
+    if plan.cap_exceeded:
+        capped = [d.instance for d in held]
+        await run.alert_once(
+            CAP_EPISODE, messages.cap_exceeded(plan.due_count, cap, capped, source)
+        )
+    else:
+        run.store.close_episode(CAP_EPISODE)
+
+    unheard = [d for d in held if NO_CHANNEL_REASON in d.reason]
+    if unheard:
+        await run.alert_once(NO_CHANNEL_EPISODE, messages.no_channel_hold(len(unheard)))
+    else:
+        run.store.close_episode(NO_CHANNEL_EPISODE)
+
+    if due:
+        report.actions += await run.terminate_all(due)
+
+
+async def run_pass(
+    settings: Settings,
+    store: Store,
+    *,
+    dry_run: bool = False,
+    max_terminations: int | None = None,
+    notifier: Notifier | None = None,
+    clock: Clock | None = None,
+) -> ReapReport:
+    """One pass as the CLI, `serve` and Lambda run it: clients and notifier from the settings
+    (a dry run alerts no one), the clients closed whatever happens."""
+    from reaper.channels.base import SilentNotifier
+    from reaper.channels.fanout import make_notifier
+    from reaper.providers.base import make_clients
+
+    if notifier is None:
+        notifier = SilentNotifier() if dry_run else make_notifier(settings)
+    clients = make_clients(settings)
+    try:
+        return await reap_pass(
+            settings,
+            store,
+            clients,
+            notifier,
+            clock or SystemClock(),
+            dry_run=dry_run,
+            max_terminations=max_terminations,
+        )
+    finally:
+        await asyncio.gather(*(c.aclose() for c in clients), return_exceptions=True)
+
+
+async def reap_once(settings: Settings, store: Store, notifier: Notifier, clock: Clock) -> int:
+    """A scheduled pass (`serve`). Never raises for an expected outcome: the exit code says
+    what happened."""
+    report = await run_pass(settings, store, notifier=notifier, clock=clock)
+    return report.exit_code

@@ -1,0 +1,541 @@
+"""RunPod over REST v2 (and GraphQL for the balance only), normalised into `Instance`.
+
+Built from RunPod's published REST v2 spec (`GET /pods?includeClusterPods=true` answers
+`{"pods": [...]}`; `DELETE /pods/{id}` answers 204; errors are RFC 9457 `{title, status,
+detail}`) and from what the live API answers beyond it, as public clients show:
+
+- the list pages: `{"pods": [...], "pagination": {"nextCursor": "...", "hasNextPage": true}}`,
+  the cursor sent back as `?cursor=` with `?limit=` (five independent v2 clients agree; the
+  spec shows no paging). An answer without `pagination` is the spec's whole list; one that
+  says there is more without a way to get it is an incomplete listing, never page one taken
+  as the fleet;
+- `cost` stays the GPU price on an EXITED pod (what it bills is its volume disk);
+- RUNNING arrives before the container is up (`runtime: null`);
+- a terminate can leave a pod EXITED with v1's marker (`lastStatusChange: "Terminated by
+  user: ..."`, `desiredStatus`) before it disappears (runpodctl's pod-state tests): such a
+  pod is terminated, not stopped.
+
+REST v1 is retired and GraphQL retires in early 2027, so GraphQL is used for nothing but
+`myself { clientBalance currentSpendPerHr spendLimit }` and its failure is the caller's
+warning, never a failed reap.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import re
+from collections.abc import Callable, Collection, Sequence
+from datetime import datetime
+from typing import Any
+from urllib.parse import quote, urlsplit
+
+import httpx
+
+from reaper import log
+from reaper.config import Account, ProviderSettings
+from reaper.core.models import Balance, Instance, ProviderName, State, Volume
+from reaper.core.units import HOURS_PER_MONTH, parse_time
+from reaper.providers.base import (
+    UNREADABLE_ID_PREFIX,
+    ProviderError,
+    TerminateOutcome,
+    error_text,
+)
+from reaper.providers.http import HttpOptions, Requester, json_object
+from reaper.providers.parsing import (
+    CleanStr,
+    ExactStr,
+    RawModel,
+    as_number,
+    finite,
+    merge_duplicates,
+    not_an_object,
+    note_unreadable,
+    raw_status,
+    read_tolerantly,
+)
+from reaper.providers.runpod import LABEL, NAME, RunPodSettings, valid_pod_id
+
+# PodStatus enum of the spec. Exact, case-sensitive matches only: anything else (ERROR, a new
+# value, null, a missing field) is "unknown" and never reaped.
+STATUS_STATES: dict[str, State] = {
+    "RUNNING": "running",
+    "PROVISIONING": "starting",
+    "STARTING": "starting",
+    "EXITED": "stopped",
+    "TERMINATED": "terminated",
+}
+
+# pricing.mdx / billing.mdx: a stopped pod's volume disk bills $0.20/GB/month; its container
+# disk is "not charged" when stopped; a network volume bills on its own whether or not a pod
+# uses it, so it is not part of the pod's cost. A month is taken as 730 hours (the docs do not
+# say which month length RunPod divides by).
+STOPPED_VOLUME_USD_PER_GB_MONTH = 0.20
+# Network volumes: $0.07/GB/month under 1 TB, $0.05 over. Whether the lower rate is tiered
+# (only the part above 1 TB) or applies to the whole volume is not stated; the whole-volume
+# reading is used, with 1 TB = 1000 GB.
+NETWORK_VOLUME_USD_PER_GB_MONTH = 0.07
+NETWORK_VOLUME_LARGE_USD_PER_GB_MONTH = 0.05
+NETWORK_VOLUME_LARGE_GB = 1000
+
+CONSOLE_URL = "https://console.runpod.io/pods?id={id}"
+# Pods asked for per page; the live API is said to cap it at 1000. A page guard far past any
+# real account stops a server that never ends.
+PAGE_LIMIT = 1000
+MAX_PAGES = 1000
+# v1's terminate marker, spelt "RunPod" and "Runpod" by the backend (runpodctl's tests).
+_TERMINATED_MARKER = re.compile(r"terminated by (user|runpod)", re.IGNORECASE)
+# The cluster id of a member pod whose `cluster` object carries no readable id: it is still a
+# member (held, never deleted through the pod endpoints).
+UNKNOWN_CLUSTER = "unknown"
+BALANCE_QUERY = "query { myself { clientBalance currentSpendPerHr spendLimit } }"
+
+
+class _GpuUtil(RawModel):
+    util: float | None = None
+
+
+class _Runtime(RawModel):
+    gpus: list[_GpuUtil] | None = None
+
+
+class _Persistent(RawModel):
+    size: float | None = None
+
+
+class _NetworkMount(RawModel):
+    volumeId: CleanStr | None = None
+
+
+class _Mounts(RawModel):
+    persistent: _Persistent | None = None
+    network: list[_NetworkMount] | None = None
+
+
+class _Cluster(RawModel):
+    id: CleanStr | None = None
+
+
+class RawPod(RawModel):
+    """The fields of the spec's `Pod` that reaper reads. `env` is deliberately absent.
+
+    `id` is what a DELETE targets, so one that is not valid text is unreadable (the pod is
+    then unknown), never cleaned into another id. Volume and cluster ids only label things
+    in reports and are cleaned like names.
+    """
+
+    id: ExactStr | None = None
+    name: CleanStr | None = None
+    status: str | None = None
+    cost: float | None = None
+    locked: bool | None = None
+    disk: float | None = None
+    mounts: _Mounts | None = None
+    runtime: _Runtime | None = None
+    cluster: _Cluster | None = None
+    createdAt: str | None = None
+    startedAt: str | None = None
+    # Outside the v2 spec (v1 and GraphQL fields): read only as a terminate marker.
+    desiredStatus: str | None = None
+    lastStatusChange: CleanStr | None = None
+
+
+class _RawVolume(RawModel):
+    id: CleanStr | None = None
+    name: CleanStr | None = None
+    size: float | None = None
+
+
+class _RawEndpoint(RawModel):
+    networkVolumes: list[CleanStr] | None = None
+
+
+def _protection_unreadable(raw: dict[str, Any], pod: RawPod, unreadable: list[str]) -> str | None:
+    """`locked` and `name` decide protection: missing, null or malformed, they cannot be read,
+    and a pod whose protection cannot be read counts as protected."""
+    problems = []
+    for field, value in (("locked", pod.locked), ("name", pod.name)):
+        if field not in raw:
+            problems.append(f"`{field}` is missing")
+        elif raw[field] is None:
+            problems.append(f"`{field}` is null")
+        elif value is None or field in unreadable:
+            problems.append(f"`{field}` is unreadable")
+    return ", ".join(problems) or None
+
+
+def parse_pod(raw: object, account: str, position: int = 0) -> Instance:
+    """One pod of a listing as an `Instance`; never raises.
+
+    A pod that is not an object, or has fields that fail validation, is still returned (so the
+    fleet stays whole) with what could be read and state "unknown" (so it is never reaped).
+    """
+    if not isinstance(raw, dict):
+        return not_an_object(NAME, account, position)
+    pod, unreadable = read_tolerantly(RawPod, raw)
+    readable_id = pod.id is not None and valid_pod_id(pod.id)
+    pod_id = pod.id if pod.id is not None and readable_id else f"{UNREADABLE_ID_PREFIX}{position}"
+    status = raw_status(raw.get("status"), "status" in raw)
+    state: State = STATUS_STATES.get(pod.status or "", "unknown")
+    if state == "stopped" and _terminate_marked(pod):
+        state = "terminated"
+    if unreadable or not readable_id:
+        state = "unknown"
+        note_unreadable("runpod", account, pod_id, unreadable or ["id"])
+    volume_gb = pod.mounts.persistent.size if pod.mounts and pod.mounts.persistent else None
+    network_volume = _network_volume_id(pod.mounts)
+    return Instance(
+        provider=NAME,
+        provider_label=LABEL,
+        termination_loses=what_is_lost(pod.disk, volume_gb, network_volume),
+        account=account,
+        id=pod_id,
+        name=pod.name or "",
+        state=state,
+        raw_status=status,
+        cost_per_hour=finite(_cost_per_hour(pod, state)),
+        locked=bool(pod.locked),
+        cluster_id=_cluster_id(pod.cluster, raw.get("cluster")),
+        gpu_util=finite(_gpu_util(pod.runtime)),
+        created_at=parse_time(pod.createdAt),
+        started_at=parse_time(pod.startedAt),
+        container_disk_gb=pod.disk,
+        volume_disk_gb=volume_gb,
+        network_volume_id=network_volume,
+        console_url=CONSOLE_URL.format(id=quote(pod_id, safe="")) if readable_id else None,
+        protection_unreadable=_protection_unreadable(raw, pod, unreadable),
+        # `startedAt` moves at every start; without it a start between two passes is invisible.
+        restart_visible=pod.startedAt is not None and "startedAt" not in unreadable,
+        stalled=_stalled(pod, state),
+    )
+
+
+def _gb(size: float | None) -> str:
+    return f" {size:g} GB" if size else ""
+
+
+def what_is_lost(disk: float | None, volume: float | None, network_volume: str | None) -> str:
+    """What a termination destroys and what it leaves, in RunPod's own words."""
+    kept = (
+        f"network volume {network_volume} survives" if network_volume else "network volumes survive"
+    )
+    return f"Lost: container disk{_gb(disk)} and volume disk{_gb(volume)}; {kept}."
+
+
+def _terminate_marked(pod: RawPod) -> bool:
+    """An EXITED pod that a terminate has already hit (v1's marker, if the answer carries it)."""
+    return pod.desiredStatus == "TERMINATED" or bool(
+        pod.lastStatusChange and _TERMINATED_MARKER.search(pod.lastStatusChange)
+    )
+
+
+def _stalled(pod: RawPod, state: State) -> str | None:
+    """A state that bills and may never become usable: named in an alert once it lasts
+    REAPER_STUCK_AFTER (users have paid for hours of pods that never started)."""
+    if pod.status in ("PROVISIONING", "STARTING"):
+        return f"{pod.status.lower()}, never became RUNNING"
+    if pod.status == "RUNNING" and pod.runtime is None and state == "running":
+        return "RUNNING, but its container never came up (no runtime)"
+    if pod.status == "ERROR":
+        return "in ERROR"
+    return None
+
+
+def _cluster_id(cluster: _Cluster | None, raw: object) -> str | None:
+    """The pod's cluster id when it is a member, else None.
+
+    Membership is the presence of a `cluster` value (the spec omits it from a standalone pod),
+    not the readability of its id: `{"id": null}`, `{"rank": 1}` or a `cluster` that failed
+    validation still mark a member, whose pod endpoints cannot delete it. Only an absent or
+    null `cluster` is a standalone pod.
+    """
+    if raw is None:
+        return None
+    if cluster is not None and cluster.id:
+        return cluster.id
+    return UNKNOWN_CLUSTER
+
+
+def _cost_per_hour(pod: RawPod, state: State) -> float | None:
+    """What the pod bills now. Running/starting: the spec's `cost` ($/h). EXITED: `cost` is
+    0.0 by the spec, but the volume disk still bills (pricing.mdx), so that is computed.
+    TERMINATED: nothing. Unknown: None."""
+    if state in ("running", "starting"):
+        return pod.cost
+    if state == "terminated":
+        return 0.0
+    if state == "stopped":
+        if pod.mounts is None:
+            return None
+        size = pod.mounts.persistent.size if pod.mounts.persistent else 0.0
+        if size is None:
+            return None
+        return size * STOPPED_VOLUME_USD_PER_GB_MONTH / HOURS_PER_MONTH
+    return None
+
+
+def _gpu_util(runtime: _Runtime | None) -> float | None:
+    """Mean of `runtime.gpus[].util`, already in percent (the spec's integers 0-100)."""
+    if runtime is None or not runtime.gpus:
+        return None
+    values = [g.util for g in runtime.gpus if g.util is not None]
+    if not values:
+        return None
+    return max(0.0, min(100.0, sum(values) / len(values)))
+
+
+def _network_volume_id(mounts: _Mounts | None) -> str | None:
+    if mounts is None or not mounts.network:
+        return None
+    return next((m.volumeId for m in mounts.network if m.volumeId), None)
+
+
+def network_volume_cost_per_month(size_gb: float | None) -> float | None:
+    if size_gb is None:
+        return None
+    rate = (
+        NETWORK_VOLUME_LARGE_USD_PER_GB_MONTH
+        if size_gb > NETWORK_VOLUME_LARGE_GB
+        else NETWORK_VOLUME_USD_PER_GB_MONTH
+    )
+    return round(size_gb * rate, 4)
+
+
+def make(account: Account, settings: ProviderSettings, options: HttpOptions) -> RunPodClient:
+    """The client of one account, as the registry makes it."""
+    assert isinstance(settings, RunPodSettings)
+    return RunPodClient(account, settings.api_url, settings.graphql_url, options)
+
+
+class RunPodClient:
+    """One RunPod account (`ProviderClient`)."""
+
+    provider: ProviderName = "runpod"
+
+    def __init__(
+        self,
+        account: Account,
+        base_url: str,
+        graphql_url: str,
+        options: HttpOptions | None = None,
+        transport: httpx.AsyncBaseTransport | None = None,
+    ) -> None:
+        self.account = account.name
+        self.base_url = base_url.rstrip("/")
+        self.graphql_url = graphql_url
+        self.http = Requester("runpod", account, options or HttpOptions(), transport)
+
+    async def aclose(self) -> None:
+        await self.http.aclose()
+
+    async def list_instances(self, only_ids: Collection[str] | None = None) -> list[Instance]:
+        """Every pod, cluster members included (they carry `cluster_id`; the policy holds
+        them because the pod endpoints cannot delete them). `only_ids` is ignored: the v2 list
+        has no id filter and is one call anyway."""
+        pods = await self._list_raw_pods()
+        return merge_duplicates([parse_pod(raw, self.account, n) for n, raw in enumerate(pods)])
+
+    async def _list_raw_pods(self) -> list[Any]:
+        """Every page, following the cursor to the end; ProviderError for anything that cannot
+        show the listing is complete (see the module docstring)."""
+        pods: list[Any] = []
+        cursor: str | None = None
+        seen: set[str] = set()
+        for page in range(1, MAX_PAGES + 1):
+            what = f"listing pods (page {page})"
+            params = {"includeClusterPods": "true", "limit": str(PAGE_LIMIT)}
+            if cursor is not None:
+                params["cursor"] = cursor
+            reply = await self.http.request("GET", f"{self.base_url}/pods", params=params)
+            if reply.status != 200:
+                raise self.http.failure(reply, what)
+            body = json_object(self.http, reply, what)
+            items = body.get("pods")
+            if not isinstance(items, list):
+                raise self.http.error(f"{what}: the answer has no `pods` list")
+            pods += items
+            cursor = self._next_cursor(body, seen, what)
+            if cursor is None:
+                return pods
+            seen.add(cursor)
+        raise self.http.error(f"listing pods: more than {MAX_PAGES} pages")
+
+    def _next_cursor(self, body: dict[str, Any], seen: set[str], what: str) -> str | None:
+        """The cursor of the next page, None at the end. No `pagination` at all is the spec's
+        unpaged answer (the end); `hasNextPage: false` is the end; more pages without a new,
+        non-empty cursor, or a marker of another shape, is an incomplete listing."""
+        if "pagination" not in body:
+            return None
+        pagination = body["pagination"]
+        if not isinstance(pagination, dict):
+            raise self.http.error(
+                f"{what}: `pagination` is not an object, so it may not be complete"
+            )
+        more = pagination.get("hasNextPage")
+        cursor = pagination.get("nextCursor")
+        if more is False or (more is None and cursor is None):
+            return None
+        if more is not True and more is not None:
+            raise self.http.error(f"{what}: `hasNextPage` is not true or false")
+        if not isinstance(cursor, str) or not cursor:
+            raise self.http.error(
+                f"{what}: more pages are announced without a cursor to reach them"
+            )
+        if cursor in seen:
+            raise self.http.error(f"{what}: paging made no progress (the cursor repeats)")
+        return cursor
+
+    async def terminate(
+        self,
+        instance_id: str,
+        *,
+        not_after: float | None = None,
+        before_send: Callable[[], None] | None = None,
+    ) -> TerminateOutcome:
+        """`DELETE /pods/{id}`: 204 is "deleted".
+
+        404 is "not found *or not accessible to the caller*" by the spec, and the spec offers no
+        way to tell the two apart; it is reported as "not_found" as the spec describes. That is
+        safe only because the reap pass confirms every termination by a full re-list, never by
+        trusting this answer: a pod that was merely inaccessible is still listed (or was never
+        listed by this key in the first place). 409 (a cluster member) and everything else are
+        errors.
+        """
+        if not valid_pod_id(instance_id):
+            raise self.http.error(f"refusing to delete pod {instance_id!r}: not a pod id")
+        reply = await self.http.request(
+            "DELETE", self._pod_url(instance_id), not_after=not_after, before_send=before_send
+        )
+        if reply.status in (200, 202, 204):
+            return "deleted"
+        if reply.status == 404:
+            return "not_found"
+        raise self.http.failure(reply, f"deleting pod {instance_id}")
+
+    def server_time(self) -> datetime | None:
+        return self.http.server_date
+
+    async def read_instances(self, instance_ids: Collection[str]) -> dict[str, Instance | None]:
+        """`GET /pods/{id}` for each, concurrently: a handful of small reads that stay fresh,
+        where the whole (paged) account could take longer than a reading may be old."""
+        ids = sorted(set(instance_ids))
+        results = await asyncio.gather(*(self.lookup(i) for i in ids), return_exceptions=True)
+        found: dict[str, Instance | None] = {}
+        for instance_id, result in zip(ids, results, strict=True):
+            if isinstance(result, BaseException):
+                log.event(
+                    "provider_warning",
+                    provider=NAME,
+                    account=self.account,
+                    message=error_text(result),
+                )
+                continue
+            found[instance_id] = result
+        if ids and not found:
+            raise self.http.error("reading the pods about to be deleted: every read failed")
+        return found
+
+    async def lookup(self, instance_id: str) -> Instance | None:
+        """`GET /pods/{id}`. A 404 is "not found or not accessible" by the spec; the same key
+        listed the pod before, so it is read as gone — only ever as a second opinion beside a
+        complete re-list (see `ProviderClient.lookup`)."""
+        if not valid_pod_id(instance_id):
+            raise self.http.error(f"refusing to read pod {instance_id!r}: not a pod id")
+        what = f"reading pod {instance_id}"
+        reply = await self.http.request("GET", self._pod_url(instance_id))
+        if reply.status == 404:
+            return None
+        if reply.status != 200:
+            raise self.http.failure(reply, what)
+        return parse_pod(json_object(self.http, reply, what), self.account)
+
+    def _pod_url(self, pod_id: str) -> str:
+        """The URL of exactly one pod: the id is checked, quoted, and the result checked again
+        to be `<base>/pods/<id>` and nothing else."""
+        url = f"{self.base_url}/pods/{quote(pod_id, safe='')}"
+        base_path = urlsplit(self.base_url).path.rstrip("/")
+        if urlsplit(url).path != f"{base_path}/pods/{pod_id}":
+            raise self.http.error(f"refusing to call {pod_id!r}: not one pod's URL")
+        return url
+
+    async def balance(self) -> Balance:
+        """The account balance via GraphQL (the REST v2 spec has no balance endpoint)."""
+        reply = await self.http.request(
+            "POST", self.graphql_url, json_body={"query": BALANCE_QUERY}
+        )
+        if reply.status != 200:
+            raise self.http.failure(reply, "reading the balance (GraphQL)")
+        body = json_object(self.http, reply, "reading the balance (GraphQL)")
+        data = body.get("data")
+        myself = data.get("myself") if isinstance(data, dict) else None
+        if body.get("errors") or not isinstance(myself, dict):
+            raise self.http.error("reading the balance (GraphQL): the answer has no `myself`")
+        return Balance(
+            provider=NAME,
+            account=self.account,
+            balance=as_number(myself.get("clientBalance")),
+            spend_per_hour=as_number(myself.get("currentSpendPerHr")),
+            spend_limit=as_number(myself.get("spendLimit")),
+        )
+
+    async def volumes(self, instances: Sequence[Instance] | None = None) -> list[Volume]:
+        """Network volumes, with `attached` worked out from what references them.
+
+        The spec's `NetworkVolume` has no attachment field: a volume is attached when a pod
+        (cluster members included) mounts it or a serverless endpoint lists it in
+        `networkVolumes` (`GET /serverless`). If the serverless listing fails, volumes no pod
+        mounts get `attached=None` (cannot tell) rather than a guess.
+        """
+        reply = await self.http.request("GET", f"{self.base_url}/network-volumes")
+        if reply.status != 200:
+            raise self.http.failure(reply, "listing network volumes")
+        raw_volumes = json_object(self.http, reply, "listing network volumes").get("networkVolumes")
+        if not isinstance(raw_volumes, list):
+            raise self.http.error("listing network volumes: no `networkVolumes` list")
+        pods = await self.list_instances() if instances is None else instances
+        used = {i.network_volume_id for i in pods if i.network_volume_id}
+        endpoint_volumes = await self._endpoint_volumes()
+        volumes = []
+        for raw in raw_volumes:
+            if not isinstance(raw, dict):
+                continue
+            volume, _ = read_tolerantly(_RawVolume, raw)
+            if not volume.id:
+                continue
+            attached: bool | None = volume.id in used
+            if not attached and endpoint_volumes is not None:
+                attached = volume.id in endpoint_volumes
+            elif not attached:
+                attached = None
+            volumes.append(
+                Volume(
+                    provider=NAME,
+                    account=self.account,
+                    id=volume.id,
+                    name=volume.name or "",
+                    size_gb=volume.size,
+                    attached=attached,
+                    cost_per_month=finite(network_volume_cost_per_month(volume.size)),
+                )
+            )
+        return volumes
+
+    async def _endpoint_volumes(self) -> set[str] | None:
+        try:
+            reply = await self.http.request("GET", f"{self.base_url}/serverless")
+            if reply.status != 200:
+                raise self.http.failure(reply, "listing serverless endpoints")
+            endpoints = json_object(self.http, reply, "listing serverless endpoints").get(
+                "endpoints"
+            )
+        except ProviderError as exc:
+            log.event("provider_warning", provider=NAME, account=self.account, message=exc.message)
+            return None
+        if not isinstance(endpoints, list):
+            return None
+        names: set[str] = set()
+        for raw in endpoints:
+            if isinstance(raw, dict):
+                endpoint, _ = read_tolerantly(_RawEndpoint, raw)
+                names.update(endpoint.networkVolumes or [])
+        return names
