@@ -51,8 +51,8 @@ async def _pass(config: dict[str, Any]) -> dict[str, Any]:
     from emulators.channels import RecordingNotifier
     from emulators.clock import FakeClock
     from reaper.passes.reap import ConfirmOptions, reap_pass
-    from reaper.providers.base import make_clients
     from reaper.providers.http import HttpOptions
+    from reaper.providers.plugins import make_clients
     from reaper.store.sqlite import SQLiteStore
 
     settings = _settings(config)
@@ -75,8 +75,8 @@ async def _pass(config: dict[str, Any]) -> dict[str, Any]:
 async def _sequential(config: dict[str, Any]) -> dict[str, Any]:
     """The naive way: one call at a time, list, delete each, re-list each account."""
     from reaper.core.policy import decide
-    from reaper.providers.base import make_clients
     from reaper.providers.http import HttpOptions
+    from reaper.providers.plugins import make_clients
     from reaper.store.sqlite import SQLiteStore
 
     settings = _settings(config)

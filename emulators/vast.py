@@ -87,7 +87,7 @@ class VastEmulator(EmulatorServer[int, FleetEntry]):
         jupyter_token: str | None = None,
         **overrides: Any,
     ) -> int:
-        """Add an instance shaped like show_instances.yaml's example; returns its id."""
+        """Add an instance shaped like Vast's show-instances spec example; returns its id."""
         with self.lock:
             if instance_id is None:
                 instance_id = next(self._ids)
@@ -397,9 +397,10 @@ class VastEmulator(EmulatorServer[int, FleetEntry]):
             if more
             else None
         )
-        # "Total number of instances matching the filters" (show_instances.yaml): the filtered
-        # set, plus the raw entries, which every listing ends with whatever the filter; a raw
-        # copy of a listed instance (a duplicate) counts once, as the server counts records.
+        # "Total number of instances matching the filters" (Vast's show-instances spec): the
+        # filtered set, plus the raw entries, which every listing ends with whatever the
+        # filter; a raw copy of a listed instance (a duplicate) counts once, as the server
+        # counts records.
         ids = {i for i, inst in mine if matches(inst.data)}
         total = len(ids) + sum(
             1 for raw in raw_entries if not (isinstance(raw, dict) and raw.get("id") in ids)
@@ -506,7 +507,7 @@ _OPS: dict[str, Callable[[Any, Any], bool]] = {
 
 
 def _parse_filters(text: str | None) -> Callable[[dict[str, Any]], bool] | str:
-    """`select_filters` as show_instances.yaml describes it: a JSON object of column ->
+    """`select_filters` as Vast's show-instances spec describes it: a JSON object of column ->
     {operator: value}. Returns a predicate, or the 400 message for a bad filter."""
     if not text:
         return lambda data: True

@@ -23,7 +23,7 @@ FUNCTION = "watch"
 
 async def run(settings: Settings, store: Store) -> WatchReport:
     from reaper.channels.fanout import make_notifier
-    from reaper.providers.base import make_clients
+    from reaper.providers.plugins import make_clients
 
     clients = make_clients(settings)
     try:

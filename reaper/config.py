@@ -124,6 +124,12 @@ class Settings:
         return any(c.reaches_person for c in self.channels)
 
     @property
+    def channel_hint(self) -> str:
+        """The variables that configure a channel, for "set ..." in a message."""
+        firsts = [plugin_settings(path).channel_variables for path in CHANNELS.values()]
+        return ", ".join(firsts[:-1]) + " or " + firsts[-1] if len(firsts) > 1 else "".join(firsts)
+
+    @property
     def accounts(self) -> tuple[Account, ...]:
         return tuple(a for p in self.providers for a in p.accounts)
 
@@ -165,6 +171,8 @@ class SettingsReader:
     read: Callable[[Env], ProviderSettings | ChannelSettings | None]
     # The variable that holds a provider's keys (empty for a channel).
     key_variable: str = ""
+    # How a channel is configured, in words ("TELEGRAM_BOT_TOKEN and TELEGRAM_CHAT_ID").
+    channel_variables: str = ""
 
 
 def plugin_settings(path: str) -> SettingsReader:

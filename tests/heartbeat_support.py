@@ -172,8 +172,8 @@ def silent_server() -> Iterator[str]:
 
 def watch_with_providers(app: Served, **kwargs: Any) -> WatchReport:
     """One watch pass with real provider clients (made and closed inside the pass's loop)."""
-    from reaper.providers.base import make_clients
     from reaper.providers.http import HttpOptions
+    from reaper.providers.plugins import make_clients
 
     async def run() -> WatchReport:
         options = HttpOptions(timeout=5, max_attempts=1, backoff_base=0.001, backoff_cap=0.01)

@@ -21,8 +21,8 @@ from reaper.channels.base import Notifier
 from reaper.config import Account, Settings, StateURL
 from reaper.core.models import Alert, Delivery
 from reaper.passes.reap import ConfirmOptions, ReapReport, reap_pass
-from reaper.providers.base import make_clients
 from reaper.providers.http import HttpOptions
+from reaper.providers.plugins import make_clients
 from reaper.store.sqlite import SQLiteStore
 from tests.settings_support import replaced
 from tests.settings_support import settings as settings_of

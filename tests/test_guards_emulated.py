@@ -19,8 +19,8 @@ from reaper.config import Account, Settings, StateURL
 from reaper.core.models import Alert
 from reaper.passes.guards import GuardReport
 from reaper.passes.reap import ReapReport, reap_pass
-from reaper.providers.base import make_clients
 from reaper.providers.http import HttpOptions
+from reaper.providers.plugins import make_clients
 from reaper.store.sqlite import SQLiteStore
 from tests.settings_support import settings as settings_of
 

@@ -298,7 +298,7 @@ def _calls() -> dict[str, Callable[[], Alert]]:
             "vast", "1", "volumes", "HTTP 500", label="Vast"
         ),
         "clock_behind": lambda: messages.clock_behind("this clock is late"),
-        "no_channel_hold": lambda: messages.no_channel_hold(2),
+        "no_channel_hold": lambda: messages.no_channel_hold(2, "TELEGRAM_BOT_TOKEN"),
         "terminated": lambda: messages.terminated(VAST, None),
         "termination_unconfirmed": lambda: messages.termination_unconfirmed(VAST),
         "would_terminate": lambda: messages.would_terminate(VAST),

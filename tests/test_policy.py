@@ -1,4 +1,4 @@
-"""The reap policy, one rule at a time (DESIGN.md "Safety rules")."""
+"""The reap policy, one rule at a time (README "Safety rules")."""
 
 from __future__ import annotations
 

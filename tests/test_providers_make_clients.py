@@ -7,8 +7,8 @@ import asyncio
 
 from emulators import RunPodEmulator, VastEmulator
 from reaper.config import load_settings
-from reaper.providers.base import make_clients
 from reaper.providers.http import HttpOptions
+from reaper.providers.plugins import make_clients
 from reaper.providers.runpod.client import RunPodClient
 from reaper.providers.vast.client import VastClient
 

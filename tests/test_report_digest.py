@@ -19,8 +19,8 @@ from reaper.core.leaks import leak_key
 from reaper.core.models import AuditRecord, Balance, Episode, Instance, Monitor, Volume
 from reaper.interfaces.commands import report_command as report_impl
 from reaper.passes.digest import ProblemLine, Survey, build_digest, digest_alert, digest_once
-from reaper.providers.base import make_clients
 from reaper.providers.http import HttpOptions
+from reaper.providers.plugins import make_clients
 from reaper.store.sqlite import SQLiteStore
 from tests.settings_support import settings as settings_of
 

@@ -42,7 +42,7 @@ def test_a_vast_instance_without_a_label_key_is_never_touched(tmp_path: Path) ->
 
 
 def test_a_vast_label_of_null_is_the_documented_no_label(tmp_path: Path) -> None:
-    """show_instances.yaml: `label` is nullable and unlabelled instances count under "".
+    """Vast's show-instances spec: `label` is nullable and unlabelled instances count under "".
     Null is read, not unreadable: such an instance is reaped like any other."""
     with world(tmp_path) as w:
         inst = w.vast.add_instance(actual_status="stopped", label=None)

@@ -148,7 +148,10 @@ def build(settings: ChannelSettings) -> Channel:
 
 
 SETTINGS = SettingsReader(
-    variables=("BARK_URL",), secret_variables=("BARK_URL",), read=read_settings
+    channel_variables="BARK_URL",
+    variables=("BARK_URL",),
+    secret_variables=("BARK_URL",),
+    read=read_settings,
 )
 PLUGIN = ChannelPlugin(
     name="bark",

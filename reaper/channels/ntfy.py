@@ -127,6 +127,7 @@ def build(settings: ChannelSettings) -> Channel:
 
 
 SETTINGS = SettingsReader(
+    channel_variables="NTFY_URL",
     variables=("NTFY_URL", "NTFY_TOKEN"),
     secret_variables=("NTFY_URL", "NTFY_TOKEN"),
     read=read_settings,

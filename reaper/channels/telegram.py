@@ -210,6 +210,7 @@ def build(settings: ChannelSettings) -> Channel:
 
 
 SETTINGS = SettingsReader(
+    channel_variables="TELEGRAM_BOT_TOKEN and TELEGRAM_CHAT_ID",
     variables=("TELEGRAM_BOT_TOKEN", "TELEGRAM_CHAT_ID", "TELEGRAM_API_URL"),
     # The chat id goes with its token (kept in SSM beside it), but is no secret.
     secret_variables=("TELEGRAM_BOT_TOKEN", "TELEGRAM_CHAT_ID"),

@@ -133,7 +133,7 @@ def _is_frozen(inst: Instance) -> bool:
 
 
 def frozen_instances(fleet: Iterable[Instance]) -> list[Finding]:
-    """Vast `frozen`: the GPU still bills, and no state of the reaper's ever reaps it."""
+    """Frozen (paused, its GPU still billed): no state of the reaper's ever reaps it."""
     return [
         _finding("frozen", i, f"frozen, {leak_bills(i.cost_per_hour)}")
         for i in fleet
@@ -146,7 +146,7 @@ def stuck_instances(
 ) -> list[Finding]:
     """Two kinds of stuck. A state the provider names as one that bills and may never end by
     itself (`Instance.stalled`: a start that never finishes, a RUNNING pod whose container
-    never came up, Vast `scheduling` or `error`, an abandoned start): alerted once it lasts
+    never came up, waiting for a GPU, in error, an abandoned start): alerted once it lasts
     REAPER_STUCK_AFTER. A state the reaper cannot read at all (unknown): never reaped by the
     safety rules, so after the stopped TTL somebody must look. Frozen has its own finding."""
     findings = []
@@ -302,8 +302,8 @@ def with_spend(
     fleet: Sequence[Instance],
     failed_accounts: Collection[tuple[str, str]] = (),
 ) -> list[Balance]:
-    """Vast reports no spend rate: use the sum of the account's instances' $/h (also for a
-    RunPod answer without `currentSpendPerHr`). An account whose listing failed keeps None:
+    """A provider that reports no spend rate (or an answer without one) gets the sum of the
+    account's instances' $/h. An account whose listing failed keeps None:
     an empty list there is not "nothing bills"."""
     spend = account_spend(fleet)
     return [

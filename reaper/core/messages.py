@@ -390,13 +390,13 @@ def clock_behind(problem: str) -> Alert:
     )
 
 
-def no_channel_hold(count: int) -> Alert:
+def no_channel_hold(count: int, channel_hint: str) -> Alert:
     """Written to the log only (no channel reaches anyone): why terminations wait."""
     return Alert(
         title=f"{count} due terminations held: no alert channel reaches a person",
         body=(
-            "Configure TELEGRAM_BOT_TOKEN and TELEGRAM_CHAT_ID, BARK_URL or NTFY_URL, or set"
-            " REAPER_REQUIRE_CHANNEL=false to accept warnings written only to the log."
+            f"Configure {channel_hint}, or set REAPER_REQUIRE_CHANNEL=false to accept warnings"
+            " written only to the log."
         ),
         level="critical",
         event="no_channel_hold",

@@ -13,7 +13,7 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
-# A provider's registered name ("runpod"); which names exist is the providers' registry's
+# A provider's registered name; which names exist is the providers' registry's
 # business, not the core's.
 ProviderName = str
 

@@ -14,7 +14,7 @@ The rules, in the order they are applied to each instance:
    the future is unreadable (the recorded stretch is kept), never a restart.
 2. Only a stopped instance can be acted on. Everything else is left alone ("can't read it →
    assume busy").
-3. Protected (the marker in its name/label, RunPod `locked`, `reaper keep`, or a protection
+3. Protected (the marker in its name/label, the provider's lock, `reaper keep`, or a protection
    field the provider's answer does not let us read) → `protect`.
 4. Within REAPER_WARN_BEFORE + REAPER_REAP_EVERY of its deadline, without a warning that
    licenses a termination → `warn`. A warning licenses only when it was sent in the same mode
@@ -38,11 +38,15 @@ from reaper.core.units import humanize, iso
 # States that mean "it runs again": only these reset the stopped clock.
 RESETTING_STATES = frozenset({"running", "starting"})
 
-NO_CHANNEL_REASON = (
-    "no warning reached a person: no alert channel is configured (set TELEGRAM_BOT_TOKEN and "
-    "TELEGRAM_CHAT_ID, BARK_URL or NTFY_URL), or set REAPER_REQUIRE_CHANNEL=false to accept a "
-    "warning written only to the log"
-)
+NO_CHANNEL_REASON = "no warning reached a person: no alert channel is configured"
+
+
+def no_channel_reason(settings: Settings) -> str:
+    """Why a due instance waits, and how to fix it (the channels' variables, as configured)."""
+    return (
+        f"{NO_CHANNEL_REASON} (set {settings.channel_hint}), or set REAPER_REQUIRE_CHANNEL=false"
+        " to accept a warning written only to the log"
+    )
 
 
 def protection_reason(inst: Instance, history: History, now: datetime, marker: str) -> str | None:
@@ -50,7 +54,7 @@ def protection_reason(inst: Instance, history: History, now: datetime, marker: s
     if inst.protection_unreadable:
         return f"protection cannot be read ({inst.protection_unreadable}): counts as protected"
     if inst.locked:
-        return "locked on RunPod"
+        return f"locked on {inst.provider_label or inst.provider}"
     if marker and marker in inst.name:
         return f"name contains the protect marker {marker!r}"
     kept = history.kept.get(inst.key)
@@ -150,7 +154,7 @@ def _decide_stopped(
             return Decision(
                 instance=inst,
                 action="hold",
-                reason=f"stopped for {stopped_for}, due, but {NO_CHANNEL_REASON}",
+                reason=f"stopped for {stopped_for}, due, but {no_channel_reason(settings)}",
                 due_at=due_at,
             )
         # Early enough that the termination lands on the first pass at or after the deadline;

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from datetime import UTC, datetime, timedelta
 
-# A month of hours for $/h → $/month: 730 = 8760 / 12, the figure RunPod's pricing uses. (A
+# A month of hours for $/h → $/month: 730 = 8760 / 12, the month providers price by. (A
 # provider that divides by another month for its own figures says so in its own package.)
 HOURS_PER_MONTH = 730.0
 

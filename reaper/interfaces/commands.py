@@ -54,7 +54,7 @@ def reap_command(
 
 def parse_target(target: str) -> tuple[str, str]:
     """`<provider>:<id>`, the id canonicalised the way the provider's listing spells it."""
-    from reaper.providers.base import canonical_id, plugins
+    from reaper.providers.plugins import canonical_id, plugins
 
     provider, sep, raw_id = target.strip().partition(":")
     names = [p.name for p in plugins()]
@@ -163,7 +163,7 @@ def watch_command(settings: Settings, json_output: bool) -> int:
     """`reaper watch`: one watch pass, for cron or a Lambda schedule."""
     from reaper.channels.fanout import make_notifier
     from reaper.passes.watch import WatchReport, watch_pass
-    from reaper.providers.base import make_clients
+    from reaper.providers.plugins import make_clients
     from reaper.store import open_store
 
     async def once() -> WatchReport:

@@ -21,8 +21,8 @@ from reaper.core.units import HOURS_PER_MONTH, humanize, iso
 from reaper.interfaces.table import format_table
 from reaper.interfaces.views import reap_table
 from reaper.passes.reap import ConfirmOptions, reap_pass
-from reaper.providers.base import make_clients
 from reaper.providers.http import HttpOptions
+from reaper.providers.plugins import make_clients
 from reaper.store.sqlite import SQLiteStore
 
 if TYPE_CHECKING:

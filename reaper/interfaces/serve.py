@@ -1,7 +1,7 @@
 """`reaper serve`: the HTTP API and the schedules in one process, state in SQLite.
 
 uvicorn serves an ASGI adapter over `reaper.http.handle` (the same core the Lambda adapter
-calls). Known pitfalls this module exists to avoid (DESIGN.md):
+calls). Known pitfalls this module exists to avoid:
 - uvicorn's access log writes every request line — the ping key is in the path — so it is off,
   and each request is logged here as one line with the key replaced by `***`;
 - uvicorn 0.54 with several workers leaves TCP_NODELAY unset (≈44 ms per keep-alive request):
@@ -421,7 +421,7 @@ def serve_command(settings: Settings, host: str, port: int) -> int:
     """`reaper serve`: blocks until SIGTERM/SIGINT; 0 after a clean shutdown."""
     _require_sqlite(settings)
     from reaper.channels.fanout import channels_configured, make_notifier
-    from reaper.providers.base import make_clients
+    from reaper.providers.plugins import make_clients
     from reaper.store import open_store
 
     try:

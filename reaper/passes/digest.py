@@ -22,8 +22,9 @@ from reaper.core.digest import (
 )
 from reaper.core.leaks import LEAK_PREFIX
 from reaper.passes.observe import observe, read_extras
-from reaper.providers.base import ProviderClient, label
+from reaper.providers.base import ProviderClient
 from reaper.providers.http import HttpOptions
+from reaper.providers.plugins import label
 from reaper.store.base import Store
 
 # A second digest within this gap (a restarted `serve`, a retried Lambda) is skipped.
@@ -74,7 +75,7 @@ async def with_clients(
     http_options: HttpOptions | None = None,
 ) -> Digest:
     """`collect`, with clients made from the settings (and closed) unless some are given."""
-    from reaper.providers.base import make_clients
+    from reaper.providers.plugins import make_clients
 
     own = list(make_clients(settings, http_options)) if clients is None else None
     try:

@@ -33,7 +33,8 @@ from reaper.core.leaks import (
 from reaper.core.models import Alert, Balance, Episode, Instance, Volume
 from reaper.passes.context import Context
 from reaper.passes.observe import Observation, read_extras
-from reaper.providers.base import error_text, label, plugin
+from reaper.providers.base import error_text
+from reaper.providers.plugins import label, plugin
 
 
 class GuardWarning(BaseModel):

@@ -15,7 +15,7 @@ from reaper.clock import Clock
 from reaper.config import Settings
 from reaper.core.heartbeat import Ping, apply_ping
 from reaper.core.models import Alert, Monitor
-from reaper.providers.base import provider_host
+from reaper.providers.plugins import provider_host
 from reaper.store.base import Store
 
 # An /alert not yet delivered (interfaces.http): an episode under this prefix + the alert's key.

@@ -43,7 +43,13 @@ from reaper.core.models import (
     ReapRun,
     WarningRecord,
 )
-from reaper.core.policy import NO_CHANNEL_REASON, RESETTING_STATES, decide, recheck
+from reaper.core.policy import (
+    NO_CHANNEL_REASON,
+    RESETTING_STATES,
+    decide,
+    no_channel_reason,
+    recheck,
+)
 from reaper.core.units import HOURS_PER_MONTH, iso
 from reaper.core.witness import proves_gone, trustworthy_absence
 from reaper.passes.context import Context
@@ -55,8 +61,8 @@ from reaper.providers.base import (
     ProviderError,
     StaleReading,
     error_text,
-    label,
 )
+from reaper.providers.plugins import label
 from reaper.store.base import Store
 
 LEASE_NAME = "reap"
@@ -496,7 +502,8 @@ class _Pass:
         return _result(
             decision,
             done=live,
-            reason=f"{decision.reason} (written to the log only: {NO_CHANNEL_REASON})",
+            reason=f"{decision.reason} (written to the log only:"
+            f" {no_channel_reason(self.settings)})",
         )
 
     async def observe_holds(self, decisions: list[Decision]) -> None:
@@ -862,8 +869,8 @@ async def _run(run: _Pass, max_terminations: int | None) -> None:
         # Every pass says so: a warning nobody can read is no notice.
         log.event(
             "no_alert_channel",
-            message="no alert channel reaches a person (set TELEGRAM_BOT_TOKEN and "
-            "TELEGRAM_CHAT_ID, BARK_URL or NTFY_URL): warnings go only to this log"
+            message=f"no alert channel reaches a person (set {settings.channel_hint}): "
+            "warnings go only to this log"
             + (
                 " and due terminations are held (REAPER_REQUIRE_CHANNEL=true)"
                 if settings.require_channel
@@ -956,7 +963,8 @@ async def _act(run: _Pass, plan: Plan, max_terminations: int | None) -> None:
 
     unheard = [d for d in held if NO_CHANNEL_REASON in d.reason]
     if unheard:
-        await run.alert_once(NO_CHANNEL_EPISODE, messages.no_channel_hold(len(unheard)))
+        alert = messages.no_channel_hold(len(unheard), settings.channel_hint)
+        await run.alert_once(NO_CHANNEL_EPISODE, alert)
     else:
         run.store.close_episode(NO_CHANNEL_EPISODE)
 
@@ -977,7 +985,7 @@ async def run_pass(
     (a dry run alerts no one), the clients closed whatever happens."""
     from reaper.channels.base import SilentNotifier
     from reaper.channels.fanout import make_notifier
-    from reaper.providers.base import make_clients
+    from reaper.providers.plugins import make_clients
 
     if notifier is None:
         notifier = SilentNotifier() if dry_run else make_notifier(settings)

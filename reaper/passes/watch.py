@@ -15,7 +15,7 @@ Design choices the README documents:
 - The recovery alert goes out on the ping that revives a monitor (with the downtime), not on
   the next watch pass: the phone hears "back" as soon as the host is back.
 - Downtime runs from the last ping before the silence (or from the `/fail`).
-- For a provider host (`runpod-<id>`, `vast-<id>`, with a key for that provider configured)
+- For a provider host (`<provider prefix><id>`, with a key for that provider configured)
   `bye` only records `bye_at`; the watch pass retires the monitor when the provider shows the
   instance gone or stopped. Silence after `bye` while the instance still bills alerts like any
   silence: a leaked ping key must not be able to silence another instance's watchdog. Without a

@@ -66,7 +66,7 @@ STATUS_STATES: dict[str, State] = {
     "TERMINATED": "terminated",
 }
 
-# pricing.mdx / billing.mdx: a stopped pod's volume disk bills $0.20/GB/month; its container
+# RunPod's pricing and billing docs: a stopped pod's volume disk bills $0.20/GB/month; its container
 # disk is "not charged" when stopped; a network volume bills on its own whether or not a pod
 # uses it, so it is not part of the pod's cost. A month is taken as 730 hours (the docs do not
 # say which month length RunPod divides by).
@@ -258,7 +258,7 @@ def _cluster_id(cluster: _Cluster | None, raw: object) -> str | None:
 
 def _cost_per_hour(pod: RawPod, state: State) -> float | None:
     """What the pod bills now. Running/starting: the spec's `cost` ($/h). EXITED: `cost` is
-    0.0 by the spec, but the volume disk still bills (pricing.mdx), so that is computed.
+    0.0 by the spec, but the volume disk still bills (RunPod's pricing docs), so that is computed.
     TERMINATED: nothing. Unknown: None."""
     if state in ("running", "starting"):
         return pod.cost

@@ -71,7 +71,7 @@ _START_FAILURE = re.compile(
     r"error|pull access denied|manifest .*not found|unauthorized|failed", re.IGNORECASE
 )
 
-# show_instance.yaml's example: storage_cost 0.14933 ($/GB/month, though described "per hour")
+# Vast's show-instance spec example: storage_cost 0.14933 ($/GB/month, though described "per hour")
 # × disk_space 10 / 720 = storage_total_cost 0.0020741 = instance.diskHour. So
 # `storage_total_cost` is the storage bill in $/h, and Vast divides by a 720-hour month.
 VAST_HOURS_PER_MONTH = 720.0
@@ -275,8 +275,8 @@ class VastClient:
         """Every instance, following `next_token` to the end.
 
         With `only_ids`, the listing asks for those ids alone (`select_filters` with `in`, as
-        show_instances.yaml documents): a confirmation re-list of 100 deleted instances is then
-        4 pages, not 40. Ids that are not Vast's integers are left out of the filter.
+        Vast's show-instances spec documents): a confirmation re-list of 100 deleted instances
+        is then 4 pages, not 40. Ids that are not Vast's integers are left out of the filter.
 
         A page that fails (after retries) fails the whole listing: a shorter fleet would make
         the missing instances look gone. So does an answer that cannot show it is complete: a
