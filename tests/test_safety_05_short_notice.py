@@ -59,3 +59,22 @@ def test_the_warning_names_the_time_of_the_termination(tmp_path: Path) -> None:
         (warning,) = [a for a in w.notifier.alerts if a.event == "termination_warning"]
         # First seen at 09:00 on 2 March: the deadline is 09:00 on the 3rd.
         assert "2026-03-03 09:00 UTC" in warning.title
+
+
+def test_the_announced_time_holds_even_when_the_settings_shrink(tmp_path: Path) -> None:
+    """Review finding: warned "in 7h", then the TTL and notice were lowered on redeploy — the
+    termination still waits for the time the warning announced."""
+    from dataclasses import replace
+
+    with world(tmp_path, stopped_ttl=timedelta(hours=30), warn_before=timedelta(hours=7)) as w:
+        pod = w.runpod.add_pod(status="EXITED")
+        w.run()
+        w.advance(22)
+        assert action_of(w.run(), pod) == "warn"  # announced for the 30h deadline
+        shorter = replace(
+            w.settings, stopped_ttl=timedelta(hours=24), warn_before=timedelta(hours=1)
+        )
+        w.advance(3)
+        assert action_of(w.run(settings=shorter), pod) is None
+        w.advance(5)
+        assert action_of(w.run(settings=shorter), pod) == "terminate"

@@ -71,3 +71,21 @@ def test_every_cli_pass_says_on_stderr_that_no_channel_is_configured(tmp_path: P
         )
         assert "no alert channel reaches a person" in result.stderr
         assert result.returncode == 0
+
+
+def test_a_channel_that_is_down_for_good_exits_1(tmp_path: Path) -> None:
+    """Review finding: every warning failing to send must not look like a quiet success."""
+    from reaper.core.models import Alert, Delivery
+
+    class Down:
+        async def send(self, alert: Alert) -> list[Delivery]:
+            return [Delivery(channel="telegram", ok=False, detail="HTTP 502")]
+
+    with world(tmp_path) as w:
+        pod = w.runpod.add_pod(status="EXITED")
+        w.run(notifier=Down())
+        w.advance(23)
+        report = w.run(notifier=Down())
+        (action,) = [a for a in report.actions if a.id == pod]
+        assert action.action == "warn" and not action.done
+        assert report.exit_code == 1

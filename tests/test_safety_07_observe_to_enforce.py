@@ -32,3 +32,13 @@ def test_observe_warns_would_and_the_first_enforce_pass_warns_anew(tmp_path: Pat
         assert action_of(w.run(settings=enforce), pod) is None
         w.advance(0.5)
         assert action_of(w.run(settings=enforce), pod) == "terminate"
+
+
+def test_many_would_terminate_alerts_of_one_pass_are_folded(tmp_path: Path) -> None:
+    with world(tmp_path, mode="observe", max_terminations=100) as w:
+        for _ in range(30):
+            w.runpod.add_pod(status="EXITED")
+        w.reach_deadline()
+        w.run()
+        would = [a for a in w.notifier.alerts if a.event == "would_terminate"]
+        assert len(would) == 1 and would[0].title.startswith("Would terminate 30")

@@ -47,3 +47,26 @@ def test_identical_copies_are_one_instance(tmp_path: Path) -> None:
         report = w.run()
         assert [i.id for i in report.instances if i.id == pod] == [pod]
         assert action_of(report, pod) == "terminate"
+
+
+def test_copies_that_differ_in_protection_are_unknown(tmp_path: Path) -> None:
+    """Review finding: one copy locked, the other not — the unprotected copy must not win."""
+    with world(tmp_path) as w:
+        pod = w.runpod.add_pod(status="EXITED", locked=True)
+        w.reach_deadline()
+        w.runpod.add_raw_pod({**(w.runpod.pod(pod) or {}), "locked": False})
+        report = w.run()
+        (listed,) = [i for i in report.instances if i.id == pod]
+        assert listed.state == "unknown"
+        assert w.runpod.mutations == []
+
+
+def test_a_vast_copy_carrying_the_marker_protects_the_instance(tmp_path: Path) -> None:
+    with world(tmp_path) as w:
+        inst = w.vast.add_instance(actual_status="stopped", label="plain")
+        w.vast.add_instance(actual_status="running")
+        w.reach_deadline()
+        w.vast.add_raw_instance({**(w.vast.instance(inst) or {}), "label": "plain reaper:keep"})
+        report = w.run()
+        assert [m for m in w.vast.mutations if m.kind == "delete"] == []
+        assert action_of(report, str(inst)) is None

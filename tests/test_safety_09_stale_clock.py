@@ -62,3 +62,17 @@ def test_a_pass_whose_clock_went_backwards_decides_nothing(tmp_path: Path) -> No
         assert [a.event for a in w.notifier.alerts].count("clock_behind") == 1
         w.clock.advance(timedelta(hours=3))
         assert action_of(w.run(), pod) == "terminate"
+
+
+def test_a_clock_a_day_ahead_of_the_providers_decides_nothing(tmp_path: Path) -> None:
+    """Review finding: a clock jumped forward a day would make a pod stopped two hours look
+    due. The providers date their answers: far from their clocks, the pass decides nothing."""
+    with world(tmp_path) as w:
+        w.runpod.add_pod(status="EXITED")
+        w.run()
+        w.runpod._now = lambda: w.clock.now() - timedelta(days=1)  # ours is a day ahead
+        w.advance(2)
+        report = w.run()
+        assert report.clock_behind and report.exit_code == 1
+        assert "away from RunPod's" in report.clock_problem
+        assert report.actions == [] and w.runpod.mutations == []

@@ -26,3 +26,13 @@ def test_a_runpod_pod_with_a_path_like_id_is_unknown_and_never_deleted(
         assert listed.id.startswith("unreadable-")
         assert report.actions == []
         assert w.runpod.mutations == []
+
+
+def test_a_vast_id_of_thousands_of_digits_is_unknown_and_fails_nothing(tmp_path: Path) -> None:
+    """Review finding: `int()` of 5,000 digits raises; the account must still list."""
+    with world(tmp_path) as w:
+        inst = w.vast.add_instance(actual_status="running")
+        w.vast.add_raw_instance({**(w.vast.instance(inst) or {}), "id": "9" * 5000})
+        report = w.run()
+        assert report.errors == []
+        assert any(i.id.startswith("unreadable-") for i in report.instances)

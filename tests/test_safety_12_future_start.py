@@ -22,3 +22,16 @@ def test_an_exited_pod_with_a_start_in_the_future_is_still_reaped_and_alerted(
         w.advance(1)
         assert action_of(w.run(), pod) == "terminate"
         assert events(w.notifier).count("future_start") == 1, "one alert per episode"
+
+
+def test_a_start_time_at_the_edge_of_the_calendar_is_unreadable_not_a_crash(
+    tmp_path: Path,
+) -> None:
+    """Review finding: `9999-12-31T23:59:59-05:00` parses, then overflows in UTC; it must read
+    as no start time at all, and the guards and the report must go on."""
+    with world(tmp_path) as w:
+        pod = w.runpod.add_pod(status="EXITED", startedAt="9999-12-31T23:59:59-05:00")
+        report = w.run()
+        (listed,) = [i for i in report.instances if i.id == pod]
+        assert listed.started_at is None
+        assert report.guards is not None and report.guards.warnings == []

@@ -47,3 +47,24 @@ def test_the_only_pod_still_there_by_its_own_endpoint_is_not_confirmed(tmp_path:
         report = w.run()
         (action,) = [a for a in report.actions if a.id == pod]
         assert action.done and not action.confirmed
+
+
+def test_a_re_list_that_lost_a_witness_proves_nothing(tmp_path: Path) -> None:
+    """Review finding: a re-list missing the deleted pod and one of two witnesses must not
+    confirm anything — it may be missing the deleted pod for the same reason."""
+    with world(tmp_path) as w:
+        w.runpod.delete_never_confirms = True
+        pod = w.runpod.add_pod(status="EXITED")
+        kept = w.runpod.add_pod(status="RUNNING", name="witness-1")
+        hidden = w.runpod.add_pod(status="RUNNING", name="witness-2")
+        w.reach_deadline()
+
+        def lose_two() -> None:
+            w.runpod.remove_pod(hidden)
+            w.runpod.modify_pod(pod, status="EXITED")
+
+        w.runpod.after_next("delete", lose_two)
+        report = w.run()
+        (action,) = [a for a in report.actions if a.id == pod]
+        assert action.done and not action.confirmed
+        assert kept

@@ -79,3 +79,39 @@ def test_a_ping_in_between_starts_the_absence_over(app: tuple[Served, RunPodEmul
     served_app.ping(host)
     served_app.advance(minutes=10)
     assert watch_with_providers(served_app).retired == [], "a new absence, not the old one"
+
+
+def test_empty_listings_from_an_account_that_had_instances_retire_nothing(
+    app: tuple[Served, RunPodEmulator],
+) -> None:
+    """Review finding: a provider outage answering `{"pods": []}` twice must not retire every
+    silent watchdog while its pods still bill: an empty answer from an account whose last
+    recorded listing had pods proves nothing gone."""
+    from reaper.core.models import Listing
+
+    served_app, runpod = app
+    pod = runpod.add_pod(name="trainer", cost=2.0)
+    host = f"runpod-{pod}"
+    served_app.ping(host)
+    from reaper.core.models import Instance
+
+    # What the last reap pass recorded of the account: the pod, running.
+    served_app.store.record_listing(
+        Listing(
+            provider="runpod",
+            account="main",
+            at=served_app.clock.now(),
+            instances=[
+                Instance(
+                    provider="runpod", account="main", id=pod, state="running", raw_status="RUNNING"
+                )
+            ],
+        )
+    )
+    served_app.advance(minutes=10)
+    runpod.empty_next("list", count=10)
+    for _ in range(3):
+        assert watch_with_providers(served_app).retired == []
+        served_app.advance(minutes=1)
+    monitor = served_app.store.get_monitor(host)
+    assert monitor is not None and monitor.status != "retired"

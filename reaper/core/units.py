@@ -27,9 +27,11 @@ def parse_time(text: str | None) -> datetime | None:
         return None
     try:
         moment = datetime.fromisoformat(text.replace("Z", "+00:00"))
-    except ValueError:
+        # In UTC at once: a time at the edge of the calendar ("9999-12-31T23:59:59-05:00")
+        # overflows here, not later in a message that renders it.
+        return moment.astimezone(UTC) if moment.tzinfo else moment.replace(tzinfo=UTC)
+    except (ValueError, OverflowError):
         return None
-    return moment if moment.tzinfo else moment.replace(tzinfo=UTC)
 
 
 def as_utc(moment: datetime) -> datetime:

@@ -140,6 +140,22 @@ def finite(value: float | None) -> float | None:
     return value if value is not None and math.isfinite(value) else None
 
 
+def _decision_facts(inst: Instance) -> tuple[object, ...]:
+    """What the policy decides on: copies that differ in any of it contradict each other (one
+    copy locked or carrying the protect marker, another not, is no less a contradiction than
+    one stopped and one running)."""
+    return (
+        inst.state,
+        inst.raw_status,
+        inst.locked,
+        inst.name,
+        inst.cluster_id,
+        inst.protection_unreadable,
+        inst.started_at,
+        inst.created_at,
+    )
+
+
 def merge_duplicates(instances: list[Instance]) -> list[Instance]:
     """One instance per id, in first-seen order. Copies that agree collapse into one; copies
     that contradict each other (EXITED on one page and RUNNING on the next, or through two keys
@@ -150,8 +166,10 @@ def merge_duplicates(instances: list[Instance]) -> list[Instance]:
         first = merged.get(inst.key)
         if first is None:
             merged[inst.key] = inst
-        elif (first.state, first.raw_status) != (inst.state, inst.raw_status):
+        elif _decision_facts(first) != _decision_facts(inst):
             statuses = sorted({first.raw_status, inst.raw_status} - {""}) or ["?"]
+            if len(statuses) == 1:
+                statuses = [f"{statuses[0]} with other facts"]
             merged[inst.key] = first.model_copy(
                 update={
                     "state": "unknown",
