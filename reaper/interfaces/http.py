@@ -18,7 +18,7 @@ from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 from reaper import log
 from reaper.channels.base import ChannelOptions, Notifier
@@ -243,12 +243,10 @@ def _message(body: bytes) -> str:
 # --- routes -------------------------------------------------------------------------------
 
 
-async def _ping(request: Request, app: App, host: str, suffix: str | None) -> Response:
+async def _ping(request: Request, app: App, params: Params) -> Response:
+    host, suffix = params["host"], params.get("suffix")
     route = _ping_kind(suffix)
-    if route is None:
-        return NOT_FOUND
-    if request.method not in ("GET", "POST", "HEAD"):
-        return _method_not_allowed("GET, POST, HEAD")
+    assert route is not None  # the route table matched only a valid suffix
     if not valid_host(host):
         return _text(400, "invalid host: expected 1-100 of A-Z a-z 0-9 . _ - (not . or ..)")
     if len(request.body) > MAX_BODY:
@@ -318,9 +316,7 @@ def parse_alert(request: Request) -> Alert:
     return _from_json(data)
 
 
-async def _alert(request: Request, app: App) -> Response:
-    if request.method != "POST":
-        return _method_not_allowed("POST")
+async def _alert(request: Request, app: App, params: Params) -> Response:
     if len(request.body) > ALERT_LIMIT:
         return _too_large(ALERT_LIMIT)
     try:
@@ -328,7 +324,7 @@ async def _alert(request: Request, app: App) -> Response:
     except ValueError as exc:  # BadAlert, or webhook() finding nothing to send
         return _text(400, str(exc))
     if not app.channels:
-        return _text(503, "no alert channel is configured (TELEGRAM_* or BARK_URL)")
+        return _text(503, f"no alert channel is configured (set {app.settings.channel_hint})")
     wait = app.alerts.take("all")
     if wait:
         return _rate_limited(wait, "alerts")
@@ -377,16 +373,7 @@ def _take_failed(app: App, mark: str, now: datetime) -> bool:
     return False
 
 
-def _status(request: Request, app: App) -> Response:
-    expected = app.settings.admin_key
-    if not expected:
-        return NOT_FOUND
-    given = request.headers.get("authorization", "")
-    scheme, _, token = given.partition(" ")
-    if scheme.lower() != "bearer" or not _same(token.strip(), expected):
-        return _text(401, "unauthorized", {"www-authenticate": "Bearer"})
-    if request.method not in ("GET", "HEAD"):
-        return _method_not_allowed("GET, HEAD")
+async def _status(request: Request, app: App, params: Params) -> Response:
     store = app.store
     data = status_json(
         app.settings, store.list_monitors(), store.last_reap(), store.history(), app.clock.now()
@@ -394,14 +381,81 @@ def _status(request: Request, app: App) -> Response:
     return _json(200, data)
 
 
-def _healthz(request: Request) -> Response:
-    if request.method not in ("GET", "HEAD"):
-        return _method_not_allowed("GET, HEAD")
+async def _healthz(request: Request, app: App, params: Params) -> Response:
     return _json(200, {"ok": True})
 
 
 # Answers a request without the right key gets; only these spend the per-client budget.
 _KEYLESS = frozenset({401, 404})
+
+Params = dict[str, str]
+RouteHandler = Callable[[Request, App, Params], Awaitable[Response]]
+GET_HEAD = frozenset({"GET", "HEAD"})
+
+
+@dataclass(frozen=True)
+class Segment:
+    """A path segment a route takes as a parameter: `name`, and `accepts` when only some
+    values make it that route (any other is an unknown route)."""
+
+    name: str
+    accepts: Callable[[str], bool] = lambda _value: True
+
+
+@dataclass(frozen=True)
+class Route:
+    """One line of the route table.
+
+    `path`: literal words and `Segment`s. `key`: "ping" — the `key` segment must be
+    REAPER_PING_KEY, else the answer is exactly the unknown route's, whatever the method;
+    "admin" — `Authorization: Bearer <REAPER_ADMIN_KEY>` (unset → the unknown route; wrong →
+    401). Then the method (405 with `Allow`), then the handler.
+    """
+
+    path: tuple[str | Segment, ...]
+    methods: frozenset[str]
+    handler: RouteHandler
+    key: Literal["ping", "admin"] | None = None
+
+    def match(self, parts: list[str]) -> Params | None:
+        if len(parts) != len(self.path):
+            return None
+        params: Params = {}
+        for part, want in zip(parts, self.path, strict=True):
+            if isinstance(want, Segment):
+                if not want.accepts(part):
+                    return None
+                params[want.name] = part
+            elif part != want:
+                return None
+        return params
+
+
+KEY, HOST = Segment("key"), Segment("host")
+SUFFIX = Segment("suffix", lambda suffix: _ping_kind(suffix) is not None)
+PING_METHODS = frozenset({"GET", "POST", "HEAD"})
+
+ROUTES: tuple[Route, ...] = (
+    Route(("healthz",), GET_HEAD, _healthz),
+    Route(("status",), GET_HEAD, _status, key="admin"),
+    Route(("ping", KEY, HOST), PING_METHODS, _ping, key="ping"),
+    Route(("ping", KEY, HOST, SUFFIX), PING_METHODS, _ping, key="ping"),
+    Route(("alert", KEY), frozenset({"POST"}), _alert, key="ping"),
+)
+
+
+def _key_refusal(route: Route, request: Request, app: App, params: Params) -> Response | None:
+    """The answer for a wrong key, or None when the key is right (or none is needed)."""
+    if route.key == "ping":
+        return None if _same(params["key"], app.settings.ping_key) else NOT_FOUND
+    if route.key == "admin":
+        expected = app.settings.admin_key
+        if not expected:
+            return NOT_FOUND
+        scheme, _, token = request.headers.get("authorization", "").partition(" ")
+        if scheme.lower() != "bearer" or not _same(token.strip(), expected):
+            return _text(401, "unauthorized", {"www-authenticate": "Bearer"})
+    return None
 
 
 async def _route(request: Request, app: App) -> Response:
@@ -413,10 +467,8 @@ async def _route(request: Request, app: App) -> Response:
     charging after costs a flood nothing more than refusing it up front.
     """
     parts = request.path.split("/")[1:] if request.path.startswith("/") else []
-    if parts == ["healthz"]:
-        return _healthz(request)
     response = await _dispatch(request, app, parts)
-    if response.status in _KEYLESS:
+    if response.status in _KEYLESS and parts != ["healthz"]:
         wait = app.per_client.take(request.client)
         if wait:
             return _rate_limited(wait, "this client")
@@ -424,17 +476,20 @@ async def _route(request: Request, app: App) -> Response:
 
 
 async def _dispatch(request: Request, app: App, parts: list[str]) -> Response:
-    if parts == ["status"]:
-        return _status(request, app)
-    if len(parts) in (3, 4) and parts[0] == "ping":
-        if not _same(parts[1], app.settings.ping_key):
-            return NOT_FOUND
-        return await _ping(request, app, parts[2], parts[3] if len(parts) == 4 else None)
-    if len(parts) == 2 and parts[0] == "alert":
-        if not _same(parts[1], app.settings.ping_key):
-            return NOT_FOUND
-        return await _alert(request, app)
+    for route in ROUTES:
+        params = route.match(parts)
+        if params is None:
+            continue
+        refused = _key_refusal(route, request, app, params)
+        if refused is not None:
+            return refused
+        if request.method not in route.methods:
+            return _method_not_allowed(", ".join(sorted(route.methods, key=_METHOD_ORDER.index)))
+        return await route.handler(request, app, params)
     return NOT_FOUND
+
+
+_METHOD_ORDER = ["GET", "POST", "PUT", "DELETE", "HEAD"]
 
 
 def _for_method(request: Request, response: Response) -> Response:
