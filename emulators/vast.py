@@ -35,9 +35,11 @@ class VastEmulator(EmulatorServer[int, FleetEntry]):
 
     `bad_key_mode="404"`: a wrong key answers 404 with an `error` that is not `not_found`
     (Vast has been seen doing so for bad keys and expired sessions). `delete_linger_reads`: a
-    destroyed instance stays listed (container unloaded, `actual_status` "exited") for that
+    destroyed instance stays listed (`cur_state` unloaded, `actual_status` null) for that
     many reads, then disappears. `delete_never_confirms`: DELETE answers success, the instance
-    stays listed as stopped.
+    stays listed as stopped. `ignore_filters`: the listing answers every instance whatever
+    `select_filters` asks (a server that drops a parameter it does not know), so a client
+    that relies on the filter must notice.
     """
 
     provider = "vast"
@@ -65,6 +67,7 @@ class VastEmulator(EmulatorServer[int, FleetEntry]):
         self._volumes: dict[str, list[dict[str, Any]]] = {}
         self._users: dict[str, dict[str, Any]] = {}
         self._ids = itertools.count(1000)
+        self.ignore_filters = False
 
     # ---- fleet control ---------------------------------------------------------------------
 
@@ -380,7 +383,9 @@ class VastEmulator(EmulatorServer[int, FleetEntry]):
         mine = sorted((i, inst) for i, inst in self._entries.items() if inst.account == account)
         if request.empty:
             mine = []
-        matches = _parse_filters(request.query.get("select_filters"))
+        matches = _parse_filters(
+            None if self.ignore_filters else request.query.get("select_filters")
+        )
         if isinstance(matches, str):
             return Response.json(400, {"success": False, "error": "invalid_args", "msg": matches})
         remaining = [(i, inst) for i, inst in mine if i > after and matches(inst.data)]

@@ -63,6 +63,10 @@ def error_text(exc: BaseException) -> str:
 class ProviderClient(Protocol):
     provider: str
     account: str
+    # How many ids one fresh read should carry (Vast: one filtered page), so the deletes of
+    # one batch go out while the next is read; None: all at once (one listing, or one call
+    # per instance concurrently).
+    read_batch: int | None
 
     async def list_instances(self, only_ids: Collection[str] | None = None) -> list[Instance]:
         """Every instance of the account, complete, or ProviderError (never a partial list).
@@ -93,8 +97,8 @@ class ProviderClient(Protocol):
         """These instances as the provider shows them right now, for the reading a delete is
         decided on: each id read → its instance, or None where the provider says it does not
         exist; an id whose read failed is left out. Cheap where the provider allows (one call
-        per instance, or a listing filtered to the ids), never the whole account when avoidable.
-        ProviderError when nothing could be read."""
+        per instance, or a listing filtered to the ids, or the listing when that is fewer round
+        trips). ProviderError when nothing could be read."""
         ...
 
     def server_time(self) -> datetime | None:

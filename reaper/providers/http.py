@@ -22,7 +22,7 @@ import json
 import random
 import ssl
 import time
-from collections.abc import AsyncIterator, Callable, Mapping
+from collections.abc import AsyncIterator, Awaitable, Callable, Collection, Mapping
 from contextlib import asynccontextmanager
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
@@ -34,8 +34,8 @@ import httpx
 
 from reaper import USER_AGENT, log
 from reaper.config import Account
-from reaper.core.models import ProviderName
-from reaper.providers.base import ProviderError, StaleReading
+from reaper.core.models import Instance, ProviderName
+from reaper.providers.base import ProviderError, StaleReading, error_text
 from reaper.providers.parsing import clean_text
 
 RETRYABLE_STATUSES = frozenset({429, 500, 502, 503, 504})
@@ -363,3 +363,29 @@ def json_object(requester: Requester, reply: Reply, what: str) -> dict[str, Any]
     if not isinstance(data, dict):
         raise requester.error(f"{what}: {reply.method} {reply.path} answered a non-object")
     return data
+
+
+async def read_each(
+    requester: Requester,
+    lookup: Callable[[str], Awaitable[Instance | None]],
+    instance_ids: Collection[str],
+) -> dict[str, Instance | None]:
+    """A fresh reading by each instance's own endpoint, concurrently (the requester's limit
+    paces them). A read that fails leaves its id out (it is then not deleted); ProviderError
+    when every read failed, so "nothing could be read" is never "nothing is there"."""
+    ids = sorted(set(instance_ids))
+    results = await asyncio.gather(*(lookup(i) for i in ids), return_exceptions=True)
+    found: dict[str, Instance | None] = {}
+    for instance_id, result in zip(ids, results, strict=True):
+        if isinstance(result, BaseException):
+            log.event(
+                "provider_warning",
+                provider=requester.provider,
+                account=requester.account,
+                message=error_text(result),
+            )
+            continue
+        found[instance_id] = result
+    if ids and not found:
+        raise requester.error("reading the instances about to be deleted: every read failed")
+    return found

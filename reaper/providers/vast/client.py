@@ -34,10 +34,11 @@ from typing import Any
 import httpx
 from pydantic import StrictInt, StrictStr
 
+from reaper import log
 from reaper.config import Account, ProviderSettings
 from reaper.core.models import Balance, Instance, ProviderName, State, Volume
 from reaper.providers.base import UNREADABLE_ID_PREFIX, TerminateOutcome
-from reaper.providers.http import HttpOptions, Requester, json_object
+from reaper.providers.http import HttpOptions, Requester, json_object, read_each
 from reaper.providers.parsing import (
     CleanStr,
     RawModel,
@@ -267,11 +268,23 @@ class VastClient:
         self.account = account.name
         self.base_url = base_url.rstrip("/")
         self.http = Requester("vast", account, options or HttpOptions(), transport)
+        self.read_batch: int | None = PAGE_SIZE
+        # Set once a filtered listing answered ids it was not asked for: later fresh reads of
+        # this client go straight to each instance's endpoint.
+        self.filter_ignored = False
 
     async def aclose(self) -> None:
         await self.http.aclose()
 
     async def list_instances(self, only_ids: Collection[str] | None = None) -> list[Instance]:
+        """Every instance, following `next_token` to the end (see `_list`)."""
+        listed = await self._list(only_ids)
+        assert listed is not None
+        return listed
+
+    async def _list(
+        self, only_ids: Collection[str] | None, *, unless_unfiltered: bool = False
+    ) -> list[Instance] | None:
         """Every instance, following `next_token` to the end.
 
         With `only_ids`, the listing asks for those ids alone (`select_filters` with `in`, as
@@ -284,6 +297,10 @@ class VastClient:
         that is not the `total_instances` the server reported ("matching the filters", so the
         filtered count for `only_ids`). A token seen twice, or a token with an empty page, is
         a server that would loop: also an error, not a truncated list.
+
+        `unless_unfiltered`: None as soon as a page shows an id that was not asked for — a
+        server that ignores the filter — so the caller reads another way instead of paging
+        through the whole account.
         """
         listed: list[Instance] = []
         found: set[str] = set()
@@ -311,6 +328,8 @@ class VastClient:
                 instance = parse_instance(raw, self.account, len(listed))
                 listed.append(instance)
                 found.add(instance.id)
+            if unless_unfiltered and only_ids is not None and not found <= set(only_ids):
+                return None
             if "next_token" not in body:
                 raise self.http.error(
                     f"{what}: the answer has no `next_token`, so it may not be complete"
@@ -384,9 +403,22 @@ class VastClient:
 
     async def read_instances(self, instance_ids: Collection[str]) -> dict[str, Instance | None]:
         """A listing filtered to these ids (a page per 25): an id it does not return is None.
-        A filter that silently matched nothing only makes the pass delete nothing."""
+        A filter that silently matched nothing only makes the pass delete nothing. A server
+        that ignores the filter is noticed on the first page, and the ids are then read one by
+        one by their own endpoint (concurrently) rather than through the whole account."""
         wanted = {i for i in instance_ids if canonical_id(i) == i}
-        listed = {i.id: i for i in await self.list_instances(only_ids=wanted)}
+        filtered = None if self.filter_ignored else await self._list(wanted, unless_unfiltered=True)
+        if filtered is None:
+            if not self.filter_ignored:
+                self.filter_ignored = True
+                log.event(
+                    "provider_warning",
+                    provider=NAME,
+                    account=self.account,
+                    message="the instance listing ignored its id filter; reading each instance",
+                )
+            return await read_each(self.http, self.lookup, wanted)
+        listed = {i.id: i for i in filtered}
         return {i: listed.get(i) for i in wanted}
 
     async def lookup(self, instance_id: str) -> Instance | None:
