@@ -354,8 +354,6 @@ def outlook(
             reason = f"a warning goes out {humanize(settings.warn_before)} before"
         if settings.mode == "observe":
             reason = f"observe mode: would be terminated; {reason}"
-        elif settings.require_channel and not settings.human_channel:
-            reason = f"{reason}; held when due: {NO_CHANNEL_REASON}"
         found.append(Outlook(instance=inst, kind="scheduled", terminate_at=at, reason=reason))
     return found
 

@@ -40,7 +40,7 @@ def spend_chart(days: Sequence[SpendDay], title: str) -> str:
     bar = max(1.0, slot * 0.7)
     parts = [
         f'<svg viewBox="0 0 {_W} {_H}" role="img" aria-label="{esc(title)}" '
-        'xmlns="http://www.w3.org/2000/svg" font-size="11" font-family="system-ui,sans-serif">',
+        'xmlns="http://www.w3.org/2000/svg" font-size="13" font-family="system-ui,sans-serif">',
         f"<title>{esc(title)}</title>",
     ]
     for fraction in (0, 0.5, 1):
@@ -71,9 +71,11 @@ def spend_chart(days: Sequence[SpendDay], title: str) -> str:
             f'height="{sto_h:.1f}" fill="{STORAGE_COLOUR}"/>'
         )
         parts.append("</g>")
-        if index % label_every == 0 or index == len(days) - 1:
+        last = index == len(days) - 1
+        if last or (index % label_every == 0 and index < len(days) - label_every // 2):
+            anchor, at = ("end", x + bar) if last else ("middle", x + bar / 2)
             parts.append(
-                f'<text x="{x + bar / 2:.1f}" y="{_H - 6}" text-anchor="middle" fill="#5f6b76">'
+                f'<text x="{at:.1f}" y="{_H - 6}" text-anchor="{anchor}" fill="#5f6b76">'
                 f"{esc(f'{day.day:%d %b}')}</text>"
             )
     parts.append("</svg>")

@@ -140,7 +140,7 @@ def _verdict(item: Outlook, view: FleetView, settings: Settings) -> str:
         return f'<span class="ok verdict">Not reaped: {esc(item.reason)}</span>'
     if item.kind == "hold":
         return f'<span class="warn verdict">Held: {esc(item.reason)}</span>'
-    verb = "Would be terminated" if settings.mode == "observe" else "Terminated"
+    verb = "Would be terminated" if settings.mode == "observe" else "Will be terminated"
     if item.kind == "terminate":
         return f'<span class="warn verdict">{verb} at the next pass (due now)</span>'
     return (

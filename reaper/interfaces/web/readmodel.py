@@ -157,7 +157,18 @@ def build_view(
     snapshots: list[Snapshot],
     last_reap: ReapRun | None,
 ) -> FleetView:
-    instances = [i for x in listings for i in x.instances if i.state != "terminated"]
+    # A listing is taken before the pass acts: what the pass (or a later one) terminated and
+    # confirmed since is gone, whatever that listing still shows.
+    gone: dict[str, datetime] = {}
+    for record in audit:
+        if record.confirmed and record.result in ("deleted", "not_found"):
+            gone[record.key] = max(record.requested_at, gone.get(record.key, record.requested_at))
+    instances = [
+        i
+        for x in listings
+        for i in x.instances
+        if i.state != "terminated" and not (i.key in gone and gone[i.key] >= x.at)
+    ]
     stopped = sorted(
         outlook(instances, history, now, settings),
         key=lambda o: (o.terminate_at is None, o.terminate_at or now, o.instance.key),
