@@ -341,4 +341,3 @@ def test_snapshots_older_than_the_retention_are_pruned(tmp_path: Path) -> None:
         ]
     finally:
         store.close()
-
