@@ -126,3 +126,14 @@ def screenshot(driver: Any, name: str, *, full_page: bool = True) -> Path:
     else:
         driver.save_screenshot(str(path))
     return path
+
+
+def submit(browser: Any, button: Any) -> None:
+    """Click a form's button and wait until the browser has left the page it was on."""
+    from selenium.webdriver.common.by import By
+    from selenium.webdriver.support import expected_conditions
+    from selenium.webdriver.support.ui import WebDriverWait
+
+    page = browser.find_element(By.TAG_NAME, "html")
+    button.click()
+    WebDriverWait(browser, 10).until(expected_conditions.staleness_of(page))

@@ -14,7 +14,7 @@ from typing import Any
 import pytest
 
 from reaper.core.units import utc
-from tests.browser_support import as_desktop, as_phone, chromium, screenshot
+from tests.browser_support import as_desktop, as_phone, chromium, screenshot, submit
 from tests.heartbeat_support import ADMIN
 from tests.reap_support import START
 from tests.web_support import EVIL_NAME, Fleet, fleet
@@ -43,7 +43,7 @@ def sign_in(browser: Any, f: Fleet, key: str = ADMIN) -> None:
     browser.get(f.app.running.url + "/")
     field = browser.find_element(by.NAME, "key")
     field.send_keys(key)
-    browser.find_element(by.CSS_SELECTOR, "form[action='/login'] button").click()
+    submit(browser, browser.find_element(by.CSS_SELECTOR, "form[action='/login'] button"))
 
 
 def text_of(browser: Any, css: str) -> str:
@@ -76,12 +76,12 @@ def test_keep_a_pod_from_the_page(browser: Any, demo_fleet: Fleet) -> None:
     f = demo_fleet
     sign_in(browser, f)
     item = browser.find_element(_by().ID, f"i-runpod-{f.stopped_id}")
-    item.find_element(_by().XPATH, ".//button[text()='Keep 1 week']").click()
+    submit(browser, item.find_element(_by().XPATH, ".//button[text()='Keep 1 week']"))
     item = browser.find_element(_by().ID, f"i-runpod-{f.stopped_id}")
     assert "Kept until" in item.text and "by status page" in item.text
     assert f.app.store.history().kept[f"runpod:{f.stopped_id}"].by == "status page"
     screenshot(browser, "kept-desktop")
-    item.find_element(_by().XPATH, ".//button[text()='Unkeep']").click()
+    submit(browser, item.find_element(_by().XPATH, ".//button[text()='Unkeep']"))
     item = browser.find_element(_by().ID, f"i-runpod-{f.stopped_id}")
     assert "Will be terminated" in item.text
     assert f"runpod:{f.stopped_id}" not in f.app.store.history().kept
@@ -122,10 +122,15 @@ def test_a_post_without_its_csrf_token_is_refused(browser: Any, demo_fleet: Flee
     """A form like the page's, with the session cookie but without the token: refused."""
     f = demo_fleet
     sign_in(browser, f)
+    page = browser.find_element(_by().TAG_NAME, "html")
     browser.execute_script(
         "const form = document.querySelector(\"form[action='/keep']\");"
         "form.querySelector(\"input[name='csrf']\").remove();"
         "form.submit();"
     )
+    from selenium.webdriver.support import expected_conditions
+    from selenium.webdriver.support.ui import WebDriverWait
+
+    WebDriverWait(browser, 10).until(expected_conditions.staleness_of(page))
     assert "missing or wrong CSRF token" in browser.find_element(_by().TAG_NAME, "body").text
     assert f.app.store.history().kept == {}
