@@ -1,4 +1,5 @@
-"""Lambda: the HTTP API (/healthz, /ping, /alert, /status) behind an API Gateway HTTP API.
+"""Lambda: the HTTP API (/healthz, /ping, /alert, /status, the status page) behind an API
+Gateway HTTP API.
 
 Only an adapter: an HTTP API event (payload format 2.0, which Lambda function URLs use as
 well) becomes a `reaper.http.Request`, `reaper.http.handle` answers it exactly as under
@@ -52,6 +53,11 @@ def to_request(event: Mapping[str, Any]) -> Request:
         for name, value in (event.get("headers") or {}).items()
         if value is not None
     }
+    # Payload 2.0 moves the request's cookies out of the headers into `cookies`.
+    cookies = event.get("cookies")
+    if isinstance(cookies, list) and cookies:
+        joined = "; ".join(str(c) for c in cookies)
+        headers["cookie"] = f"{headers['cookie']}; {joined}" if "cookie" in headers else joined
     return Request(
         method=http["method"].upper(),
         # Decoded, as an ASGI server decodes it for `reaper serve`.
@@ -81,14 +87,22 @@ def to_result(response: Response) -> dict[str, Any]:
     API Gateway sets the length itself."""
     headers = {
         "cache-control": "no-store",
-        **{k: v for k, v in response.headers.items() if k.lower() != "content-length"},
+        **{
+            k: v
+            for k, v in response.headers.items()
+            if k.lower() not in ("content-length", "set-cookie")
+        },
     }
+    # Payload 2.0 answers cookies in `cookies`, one Set-Cookie value each.
+    cookies = [v for k, v in response.headers.items() if k.lower() == "set-cookie"]
+    extra: dict[str, Any] = {"cookies": cookies} if cookies else {}
     try:
         return {
             "statusCode": response.status,
             "headers": headers,
             "body": response.body.decode("utf-8"),
             "isBase64Encoded": False,
+            **extra,
         }
     except UnicodeDecodeError:
         return {
@@ -96,6 +110,7 @@ def to_result(response: Response) -> dict[str, Any]:
             "headers": headers,
             "body": base64.b64encode(response.body).decode("ascii"),
             "isBase64Encoded": True,
+            **extra,
         }
 
 

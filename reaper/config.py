@@ -12,6 +12,7 @@ are theirs to use.
 
 from __future__ import annotations
 
+import ipaddress
 import os
 import re
 from collections.abc import Callable, Mapping
@@ -117,6 +118,10 @@ class Settings:
     require_channel: bool = True
     # Stuck starting, scheduling, in error or abandoned this long: named in an alert.
     stuck_after: timedelta | None = timedelta(hours=6)
+    # --- the status page ---
+    # REAPER_PUBLIC_URL: the base URL people reach (the status page, `reaper login-link`):
+    # https, or http on a loopback host; no trailing slash. None: unset.
+    public_url: str | None = None
 
     @property
     def human_channel(self) -> bool:
@@ -298,6 +303,34 @@ def parse_url(text: str, variable: str, *, echo: bool = True) -> str:
     return value.rstrip("/")
 
 
+def is_loopback_host(host: str | None) -> bool:
+    """`localhost`, 127.0.0.0/8 or ::1: a host only this machine reaches."""
+    if not host:
+        return False
+    name = host.strip("[]").lower().rstrip(".")
+    if name == "localhost" or name.endswith(".localhost"):
+        return True
+    try:
+        return ipaddress.ip_address(name).is_loopback
+    except ValueError:
+        return False
+
+
+def parse_public_url(text: str, variable: str) -> str:
+    """The base URL people reach: https, or http only on a loopback host (a local `serve`:
+    a session cookie over plain http anywhere else could be read on the way). A trailing
+    slash is dropped; a query or fragment has no place in a base URL."""
+    value = parse_url(text, variable)
+    parts = urlsplit(value)
+    if parts.query or parts.fragment or "?" in value or "#" in value:
+        raise ConfigError(variable, f"expected a base URL without ? or #, got {text!r}")
+    if parts.scheme == "http" and not is_loopback_host(parts.hostname):
+        raise ConfigError(
+            variable, f"expected https://... (http only on 127.0.0.1 or localhost), got {text!r}"
+        )
+    return value
+
+
 def parse_int(text: str, variable: str, minimum: int) -> int:
     try:
         value = int(text.strip())
@@ -438,6 +471,9 @@ def load_settings(
         kwargs["ping_key"] = parse_url_key(raw, "REAPER_PING_KEY")
     if (raw := get("REAPER_ADMIN_KEY")) is not None:
         kwargs["admin_key"] = parse_url_key(raw, "REAPER_ADMIN_KEY")
+
+    if (raw := get("REAPER_PUBLIC_URL")) is not None:
+        kwargs["public_url"] = parse_public_url(raw, "REAPER_PUBLIC_URL")
 
     channels = [plugin_settings(path).read(env) for path in CHANNELS.values()]
     kwargs["channels"] = tuple(c for c in channels if isinstance(c, ChannelSettings))

@@ -33,6 +33,7 @@ from reaper.core.models import (
     ReapRun,
     WarningRecord,
 )
+from reaper.core.snapshot import AccountSnapshot, Snapshot
 from reaper.store.base import Store
 
 T0 = datetime(2026, 3, 1, 12, 0, tzinfo=UTC)
@@ -133,6 +134,10 @@ WRITES: dict[str, Callable[[Store], object]] = {
     "open_episode": lambda s: s.open_episode("k", T0),
     "mark_episode_alerted": lambda s: s.mark_episode_alerted("k", T0),
     "close_episode": lambda s: s.close_episode("k"),
+    # --- the status page ---
+    "record_snapshot": lambda s: s.record_snapshot(Snapshot(at=T0)),
+    "record_login_token": lambda s: s.record_login_token("h", T0 + HOUR),
+    "use_login_token": lambda s: s.use_login_token("h", T0),
 }
 
 
@@ -631,3 +636,89 @@ class StoreContract:
         assert store.open_episodes("%") == []
         assert store.open_episodes("_") == []
         assert store.open_episodes("BALANCE:") == []
+
+    # --- the status page: who kept, snapshots, sign-in tokens ------------------------------
+    def test_a_keep_remembers_who_asked(self, store: Store) -> None:
+        store.keep(KeptInstance(key="runpod:a", since=T0, until=T0 + HOUR, by="status page"))
+        store.keep(KeptInstance(key="vast:1", since=T0))
+        kept = store.history().kept
+        assert kept["runpod:a"].by == "status page"
+        assert kept["vast:1"].by == ""
+        store.keep(KeptInstance(key="runpod:a", since=T0 + MINUTE, by="reaper keep"))
+        assert store.history().kept["runpod:a"] == KeptInstance(
+            key="runpod:a", since=T0 + MINUTE, by="reaper keep"
+        )
+
+    def test_snapshots_come_back_oldest_first_from_since(self, store: Store) -> None:
+        def snap(at: datetime, running: float) -> Snapshot:
+            account = AccountSnapshot(
+                provider="runpod",
+                account="main",
+                running_per_hour=running,
+                storage_per_hour=0.05,
+                counts={"running": 2, "stopped": 1},
+                balance=12.5,
+                spend_per_hour=None,
+            )
+            failed = AccountSnapshot(
+                provider="vast",
+                account="b",
+                complete=False,
+                running_per_hour=None,
+                storage_per_hour=None,
+                other_per_hour=None,
+            )
+            return Snapshot(at=at, accounts=[account, failed])
+
+        assert store.snapshots(T0 - HOUR) == []
+        for hours in (2, 0, 1):
+            store.record_snapshot(snap(T0 + hours * HOUR, float(hours)))
+        # The same instant twice is two snapshots.
+        store.record_snapshot(snap(T0 + HOUR, 9.0))
+        got = store.snapshots(T0)
+        assert [s.at for s in got] == [T0, T0 + HOUR, T0 + HOUR, T0 + 2 * HOUR]
+        assert sorted(s.running_per_hour for s in got[1:3]) == [1.0, 9.0]
+        assert got[0] == snap(T0, 0.0)
+        assert got[0].accounts[1].per_hour is None
+        for s in got:
+            assert_utc(s.at)
+        assert [s.at for s in store.snapshots(T0 + HOUR)] == [T0 + HOUR, T0 + HOUR, T0 + 2 * HOUR]
+        assert store.snapshots(T0 + 3 * HOUR) == []
+        # A time in another zone is the same instant.
+        store.record_snapshot(Snapshot(at=(T0 + 3 * HOUR).astimezone(PLUS_TWO)))
+        [last] = store.snapshots(T0 + 3 * HOUR)
+        assert last.at == T0 + 3 * HOUR
+        assert_utc(last.at)
+
+    def test_a_login_token_works_once(self, store: Store) -> None:
+        store.record_login_token("hash-a", T0 + 15 * MINUTE)
+        assert store.use_login_token("hash-b", T0) is False
+        assert store.use_login_token("hash-a", T0) is True
+        assert store.use_login_token("hash-a", T0) is False
+
+    def test_a_login_token_expires(self, store: Store) -> None:
+        store.record_login_token("hash-a", T0 + 15 * MINUTE)
+        store.record_login_token("hash-b", T0 + 15 * MINUTE)
+        assert store.use_login_token("hash-a", T0 + 15 * MINUTE) is False, "at its expiry: gone"
+        assert store.use_login_token("hash-b", T0 + 15 * MINUTE - SECOND) is True
+
+    def test_of_concurrent_uses_of_one_token_exactly_one_wins(self, store: Store) -> None:
+        import threading
+
+        store.record_login_token("raced", T0 + HOUR)
+        results: list[bool] = []
+        lock = threading.Lock()
+        start = threading.Barrier(8)
+
+        def use() -> None:
+            start.wait()
+            won = store.use_login_token("raced", T0)
+            with lock:
+                results.append(won)
+
+        threads = [threading.Thread(target=use) for _ in range(8)]
+        for thread in threads:
+            thread.start()
+        for thread in threads:
+            thread.join(timeout=30)
+        assert sorted(results) == [False] * 7 + [True]

@@ -368,3 +368,19 @@ def test_the_module_imports_without_boto3() -> None:
     )
     assert result.returncode == 0, result.stderr
     assert result.stdout.strip() == "import error when used"
+
+
+# --- the status page -----------------------------------------------------------------------
+
+
+def test_snapshots_and_sign_in_tokens_expire_by_ttl(db: Table) -> None:
+    from reaper.core.snapshot import Snapshot
+    from reaper.store.base import SNAPSHOT_RETENTION
+
+    store = db.store()
+    store.record_snapshot(Snapshot(at=T0))
+    assert db.ttl_of("snapshot") == int((T0 + SNAPSHOT_RETENTION).timestamp())
+    store.record_login_token("hash", T0 + 15 * MINUTE)
+    [item] = db.items("login")
+    assert item["sk"]["S"] == "hash", "the token's hash is the key; the token is never stored"
+    assert int(item["ttl"]["N"]) >= int((T0 + 15 * MINUTE).timestamp())

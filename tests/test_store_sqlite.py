@@ -321,3 +321,23 @@ def test_threads_share_one_store_without_double_claims(tmp_path: Path) -> None:
     assert sorted(wins) == sorted(keys)
     assert len(store.list_monitors()) == 50
     store.close()
+
+
+# --- the status page -----------------------------------------------------------------------
+
+
+def test_snapshots_older_than_the_retention_are_pruned(tmp_path: Path) -> None:
+    from reaper.core.snapshot import Snapshot
+    from reaper.store.base import SNAPSHOT_RETENTION
+
+    store = SQLiteStore(str(tmp_path / "state.db"))
+    try:
+        store.record_snapshot(Snapshot(at=T0))
+        store.record_snapshot(Snapshot(at=T0 + HOUR))
+        store.record_snapshot(Snapshot(at=T0 + SNAPSHOT_RETENTION + MINUTE))
+        assert [s.at for s in store.snapshots(T0 - HOUR)] == [
+            T0 + HOUR,
+            T0 + SNAPSHOT_RETENTION + MINUTE,
+        ]
+    finally:
+        store.close()

@@ -104,6 +104,8 @@ class KeptInstance(BaseModel):
     key: str
     since: datetime
     until: datetime | None = None
+    # Who asked: "reaper keep", "status page", ... ("" when not recorded).
+    by: str = ""
 
     def active(self, now: datetime) -> bool:
         return self.until is None or now < self.until

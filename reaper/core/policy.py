@@ -30,6 +30,9 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from datetime import datetime
+from typing import Literal
+
+from pydantic import BaseModel, ConfigDict
 
 from reaper.config import Settings
 from reaper.core.models import ClockChange, Decision, History, Instance, Plan, WarningRecord
@@ -169,11 +172,7 @@ def _decide_stopped(
         )
 
     assert warning is not None
-    # A warning counts only once an earlier pass delivered it (never the pass now running),
-    # the full notice runs from its delivery, and never before the time it announced.
-    terminate_at = max(due_at, warning.at + settings.warn_before)
-    if warning.terminate_at is not None:
-        terminate_at = max(terminate_at, warning.terminate_at)
+    terminate_at = licensed_termination_at(due_at, warning, settings)
     if warning.at >= now or now < terminate_at:
         return None
     ttl = humanize(settings.stopped_ttl)
@@ -200,6 +199,18 @@ def _decide_stopped(
         reason=f"stopped for {stopped_for}, limit {ttl}, warned {warned}",
         due_at=terminate_at,
     )
+
+
+def licensed_termination_at(
+    due_at: datetime, warning: WarningRecord, settings: Settings
+) -> datetime:
+    """The earliest a termination licensed by `warning` may go out: a warning counts only once
+    an earlier pass delivered it (never the pass now running), the full notice runs from its
+    delivery, and never before the time it announced."""
+    terminate_at = max(due_at, warning.at + settings.warn_before)
+    if warning.terminate_at is not None:
+        terminate_at = max(terminate_at, warning.terminate_at)
+    return terminate_at
 
 
 def _apply_cap(
@@ -293,12 +304,68 @@ def recheck(
     return None
 
 
+# --- the outlook: when each stopped instance goes, or why not (the status page) ----------
+
+OutlookKind = Literal["terminate", "warn", "protect", "hold", "scheduled"]
+
+
+class Outlook(BaseModel):
+    """What the policy says of one stopped instance now, for people: `terminate_at` is when
+    the first pass at or after it terminates the instance if nothing changes (None when
+    nothing will: protected or held); `reason` says why, in the policy's words."""
+
+    model_config = ConfigDict(frozen=True)
+
+    instance: Instance
+    kind: OutlookKind
+    terminate_at: datetime | None
+    reason: str
+
+
+def outlook(
+    instances: Sequence[Instance], history: History, now: datetime, settings: Settings
+) -> list[Outlook]:
+    """The stopped instances of `instances`, each with the policy's answer at `now` — the same
+    `decide` a pass runs — and, where it decides nothing yet, the time it will: the deadline,
+    or (warned already) the time the warning licenses, or (late) the full notice from now."""
+    plan = decide(instances, history, now, settings)
+    decided = {d.instance.key: d for d in plan.decisions}
+    found: list[Outlook] = []
+    for inst in plan.instances:
+        if inst.state != "stopped" or inst.stopped_since is None:
+            continue
+        decision = decided.get(inst.key)
+        if decision is not None:
+            at = None if decision.action in ("protect", "hold") else decision.due_at
+            found.append(
+                Outlook(
+                    instance=inst, kind=decision.action, terminate_at=at, reason=decision.reason
+                )
+            )
+            continue
+        due_at = inst.stopped_since + settings.stopped_ttl
+        warning = stretch_warning(inst.key, inst.stopped_since, history)
+        if licenses(warning, settings):
+            assert warning is not None
+            at = licensed_termination_at(due_at, warning, settings)
+            reason = f"warned {iso(warning.at)}"
+        else:
+            at = max(due_at, now + settings.warn_before)
+            reason = f"a warning goes out {humanize(settings.warn_before)} before"
+        if settings.mode == "observe":
+            reason = f"observe mode: would be terminated; {reason}"
+        found.append(Outlook(instance=inst, kind="scheduled", terminate_at=at, reason=reason))
+    return found
+
+
 __all__ = [
     "NO_CHANNEL_REASON",
     "RESETTING_STATES",
     "decide",
     "future_start",
+    "licensed_termination_at",
     "licenses",
+    "outlook",
     "protection_reason",
     "recheck",
     "stretch_warning",

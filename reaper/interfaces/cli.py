@@ -89,6 +89,9 @@ def build_parser() -> argparse.ArgumentParser:
 
     commands.add_parser("test-alert", help="one message through every configured channel")
     commands.add_parser("demo", help="the whole loop against built-in emulated providers")
+    commands.add_parser(
+        "login-link", help="a one-time sign-in link to the status page (for the phone)"
+    )
     return parser
 
 
@@ -164,6 +167,12 @@ def _run_demo(args: argparse.Namespace, settings: Settings) -> int:
     return demo_command()
 
 
+def _run_login_link(args: argparse.Namespace, settings: Settings) -> int:
+    from reaper.interfaces.commands import login_link_command
+
+    return login_link_command(settings)
+
+
 _COMMANDS: dict[str, Callable[[argparse.Namespace, Settings], int]] = {
     "reap": _run_reap,
     "watch": _run_watch,
@@ -175,6 +184,7 @@ _COMMANDS: dict[str, Callable[[argparse.Namespace, Settings], int]] = {
     "report": _run_report,
     "test-alert": _run_test_alert,
     "demo": _run_demo,
+    "login-link": _run_login_link,
 }
 
 

@@ -236,3 +236,29 @@ def test_alert_command(settings: Settings, *, options: ChannelOptions | None = N
             else f"{delivery.channel}: failed: {delivery.detail}"
         )
     return EXIT_OK if all(d.ok for d in deliveries) else EXIT_ATTENTION
+
+
+def login_link_command(settings: Settings, *, clock: Clock | None = None) -> int:
+    """`reaper login-link`: print a one-time link (15 minutes, single use) that signs a
+    browser in to the status page: for the phone, where typing the admin key is no fun."""
+    from reaper.interfaces.web.session import (
+        LOGIN_LINK_LIFETIME,
+        create_login_link,
+        login_link_base,
+    )
+    from reaper.store import open_store
+
+    login_link_base(settings)  # the settings first: nothing is opened for a config error
+    store = open_store(settings.state)
+    try:
+        link = create_login_link(settings, store, (clock or SystemClock()).now())
+    finally:
+        store.close()
+    log.event("login_link", result="created")
+    print(link)
+    print(
+        f"reaper: the link signs one browser in; it works once, for "
+        f"{int(LOGIN_LINK_LIFETIME.total_seconds() // 60)} minutes",
+        file=sys.stderr,
+    )
+    return EXIT_OK

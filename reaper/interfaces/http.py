@@ -28,7 +28,9 @@ from reaper.core import messages
 from reaper.core.heartbeat import Ping, PingKind, valid_host
 from reaper.core.models import Alert, AlertLevel, Delivery
 from reaper.interfaces.ratelimit import Rate, TokenBuckets, retry_after
-from reaper.interfaces.views import status_json
+from reaper.interfaces.views import fleet_view_json, status_json
+from reaper.interfaces.web import routes as web
+from reaper.interfaces.web.readmodel import read_view
 from reaper.passes.ping import UNDELIVERED_ALERT, prune_retired, record_ping
 from reaper.store.base import Store
 
@@ -209,7 +211,7 @@ def redact_path(path: str) -> str:
     characters. Scrubbing comes first: a cut through a key would leave its start, which no
     longer matches the secret, in the log."""
     parts = path.split("/")
-    if len(parts) > 2 and parts[1] in ("ping", "alert"):
+    if len(parts) > 2 and parts[1] in ("ping", "alert", "login"):
         parts[2] = "***"
     cleaned = "".join(c if c.isprintable() else "?" for c in "/".join(parts))
     return log.redact(cleaned)[:200]
@@ -374,10 +376,10 @@ def _take_failed(app: App, mark: str, now: datetime) -> bool:
 
 
 async def _status(request: Request, app: App, params: Params) -> Response:
-    store = app.store
-    data = status_json(
-        app.settings, store.list_monitors(), store.last_reap(), store.history(), app.clock.now()
-    )
+    store, now = app.store, app.clock.now()
+    data = status_json(app.settings, store.list_monitors(), store.last_reap(), store.history(), now)
+    # The status page's data by name (names, costs, deadlines, runway, snapshots).
+    data |= fleet_view_json(read_view(store, app.settings, now))
     return _json(200, data)
 
 
@@ -431,6 +433,19 @@ class Route:
         return params
 
 
+def _web(handler: Callable[[Request, App, Params], Awaitable[web.Answer | None]]) -> RouteHandler:
+    """A status-page route in the table: its answer as a `Response`; None is the unknown
+    route's answer, byte for byte (REAPER_ADMIN_KEY unset, a malformed link)."""
+
+    async def route(request: Request, app: App, params: Params) -> Response:
+        answer = await handler(request, app, params)
+        if answer is None:
+            return NOT_FOUND
+        return Response(answer.status, answer.body, answer.headers)
+
+    return route
+
+
 KEY, HOST = Segment("key"), Segment("host")
 SUFFIX = Segment("suffix", lambda suffix: _ping_kind(suffix) is not None)
 PING_METHODS = frozenset({"GET", "POST", "HEAD"})
@@ -441,6 +456,13 @@ ROUTES: tuple[Route, ...] = (
     Route(("ping", KEY, HOST), PING_METHODS, _ping, key="ping"),
     Route(("ping", KEY, HOST, SUFFIX), PING_METHODS, _ping, key="ping"),
     Route(("alert", KEY), frozenset({"POST"}), _alert, key="ping"),
+    # --- the status page (reaper.interfaces.web): its own sessions, never a Bearer key ---
+    Route(("",), GET_HEAD, _web(web.home)),
+    Route(("login",), frozenset({"POST"}), _web(web.login)),
+    Route(("login", Segment("token")), frozenset({"GET", "POST", "HEAD"}), _web(web.login_link)),
+    Route(("logout",), frozenset({"POST"}), _web(web.logout)),
+    Route(("keep",), frozenset({"POST"}), _web(web.keep)),
+    Route(("unkeep",), frozenset({"POST"}), _web(web.unkeep)),
 )
 
 

@@ -15,9 +15,10 @@ from typing import Any
 from reaper.config import Settings
 from reaper.core.digest import Digest
 from reaper.core.leaks import hours_left, is_low
-from reaper.core.models import AuditRecord, History, Monitor, ReapRun
+from reaper.core.models import AuditRecord, History, Instance, Monitor, ReapRun
 from reaper.core.units import humanize, iso, money
 from reaper.interfaces.table import format_table
+from reaper.interfaces.web.readmodel import FleetView, saved_per_month
 from reaper.passes.guards import GuardReport
 from reaper.passes.reap import ActionResult, ReapReport
 from reaper.passes.watch import WatchReport
@@ -398,3 +399,90 @@ def digest_text(digest: Digest) -> str:
     for problem in digest.warnings:
         out.append(f"warning: {problem.provider}/{problem.account}: {problem.message}")
     return "\n".join(out)
+
+
+# --- the status page's data for scripts (`GET /status`) -------------------------------------
+
+
+def _instance_json(inst: Instance) -> dict[str, Any]:
+    return {
+        "provider": inst.provider,
+        "account": inst.account,
+        "id": inst.id,
+        "name": inst.name,
+        "state": inst.state,
+        "raw_status": inst.raw_status,
+        "cost_per_hour": inst.cost_per_hour,
+    }
+
+
+# How many of the newest snapshots `/status` carries.
+STATUS_SNAPSHOTS = 48
+
+
+def fleet_view_json(view: FleetView) -> dict[str, Any]:
+    """The keys `GET /status` adds to `status_json`: what the status page shows, by name."""
+    running = []
+    for inst in view.running:
+        dog = view.watchdog_of.get(inst.key)
+        since = inst.started_at or inst.created_at
+        running.append(
+            {
+                **_instance_json(inst),
+                "since": iso(since),
+                "watchdog": None if dog is None else {"host": dog.monitor.host, "state": dog.state},
+            }
+        )
+    stopped = []
+    for item in view.stopped:
+        kept = view.kept.get(item.instance.key)
+        stopped.append(
+            {
+                **_instance_json(item.instance),
+                "stopped_since": iso(item.instance.stopped_since),
+                "outlook": item.kind,
+                "terminate_at": iso(item.terminate_at),
+                "reason": item.reason,
+                "kept": None
+                if kept is None
+                else {"since": iso(kept.since), "until": iso(kept.until), "by": kept.by},
+            }
+        )
+    return {
+        "listed_at": iso(view.listed_at),
+        "bills_per_hour": {
+            "running": round(view.running_per_hour, 6),
+            "storage": round(view.storage_per_hour, 6),
+        },
+        "running": running,
+        "stopped": stopped,
+        "other": [_instance_json(i) for i in view.other],
+        "balances": [
+            {
+                "provider": a.provider,
+                "account": a.account,
+                "balance": a.balance,
+                "spend_per_hour": a.spend_per_hour
+                if a.spend_per_hour is not None
+                else a.billing_per_hour,
+                "runway_hours": None if a.runway_hours is None else round(a.runway_hours, 2),
+                "listed_at": iso(a.listed_at),
+            }
+            for a in view.accounts
+        ],
+        "terminations": [
+            {
+                "provider": r.provider,
+                "account": r.account,
+                "id": r.id,
+                "name": r.name,
+                "requested_at": iso(r.requested_at),
+                "result": r.result,
+                "confirmed": r.confirmed,
+                "saved_per_month": None if (s := saved_per_month(r)) is None else round(s, 2),
+            }
+            for r in view.audit
+        ],
+        "saved_per_month": round(view.saved_per_month, 2),
+        "snapshots": [json.loads(s.model_dump_json()) for s in view.snapshots[-STATUS_SNAPSHOTS:]],
+    }

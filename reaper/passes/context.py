@@ -30,6 +30,7 @@ from reaper.core.models import (
     ReapRun,
     WarningRecord,
 )
+from reaper.core.snapshot import Snapshot
 from reaper.providers.base import ProviderClient, TerminateOutcome
 from reaper.store.base import Store
 
@@ -198,6 +199,19 @@ class RecordingStore:
 
     def close(self) -> None:
         self.inner.close()
+
+    # --- the status page ----------------------------------------------------------------
+    def snapshots(self, since: datetime) -> list[Snapshot]:
+        return self.inner.snapshots(since)
+
+    def record_snapshot(self, snapshot: Snapshot) -> None:
+        self._write("record_snapshot")
+
+    def record_login_token(self, token_hash: str, expires_at: datetime) -> None:
+        self._write("record_login_token")
+
+    def use_login_token(self, token_hash: str, now: datetime) -> bool:
+        return False
 
 
 @dataclass

@@ -50,6 +50,7 @@ from reaper.core.policy import (
     no_channel_reason,
     recheck,
 )
+from reaper.core.snapshot import take_snapshot
 from reaper.core.units import HOURS_PER_MONTH, iso
 from reaper.core.witness import proves_gone, trustworthy_absence
 from reaper.passes.context import Context
@@ -945,6 +946,7 @@ async def _run(run: _Pass, max_terminations: int | None) -> None:
     finally:
         report.guards = await guards
 
+    _record_snapshot(run)
     store.record_reap(
         ReapRun(
             at=now,
@@ -976,6 +978,21 @@ def _record_listings(run: _Pass, instances: list[Instance]) -> None:
             log.event(
                 "listing", provider=provider, account=account, result="error", error=error_text(exc)
             )
+
+
+def _record_snapshot(run: _Pass) -> None:
+    """One small row per pass — $/h running and stored, counts per state, balances, per
+    account — for the status page's spend chart and runway. A read model for people: it never
+    fails the pass (and a dry run's store only records that it would write it)."""
+    report = run.report
+    balances = report.guards.balances if report.guards is not None else []
+    snapshot = take_snapshot(
+        run.started, run.seen.listed, report.instances, balances, report.errors
+    )
+    try:
+        run.store.record_snapshot(snapshot)
+    except Exception as exc:
+        log.event("snapshot", result="error", error=error_text(exc))
 
 
 async def _act(run: _Pass, plan: Plan, max_terminations: int | None) -> None:

@@ -21,6 +21,11 @@ from reaper.core.models import (
     ReapRun,
     WarningRecord,
 )
+from reaper.core.snapshot import Snapshot
+
+# Snapshots are kept at least this long (SQLite prunes older ones when it records one; DynamoDB
+# lets its TTL collect them); the status page reads 30 days.
+SNAPSHOT_RETENTION = timedelta(days=90)
 
 
 class ReadOnlyStoreError(RuntimeError):
@@ -156,3 +161,21 @@ class Store(Protocol):
     def open_episodes(self, prefix: str = "") -> list[Episode]: ...
 
     def close(self) -> None: ...
+
+    # --- the status page: snapshots and sign-in links --------------------------------------
+    def record_snapshot(self, snapshot: Snapshot) -> None:
+        """Keep one reap pass's snapshot (at least SNAPSHOT_RETENTION long)."""
+        ...
+
+    def snapshots(self, since: datetime) -> list[Snapshot]:
+        """The snapshots taken at or after `since`, oldest first."""
+        ...
+
+    def record_login_token(self, token_hash: str, expires_at: datetime) -> None:
+        """Keep a one-time sign-in link's token, by its hash (never the token itself)."""
+        ...
+
+    def use_login_token(self, token_hash: str, now: datetime) -> bool:
+        """Spend a sign-in token: True once for a token recorded and not expired at `now`
+        (then it is gone), False for any other; of two concurrent uses only one is True."""
+        ...

@@ -16,6 +16,13 @@ partition (no Scan, no index):
 | `claim`   | `<alert key>`                   | `claimed_at`, `ttl`                             |
 | `episode` | `<episode key>`                 | `opened_at`, `detail`, `alerted_at`             |
 | `listing` | `<provider>#<account>`          | `at`, `listing` (zlib-compressed JSON, binary)  |
+| `snapshot`| `<at>#<ns counter>`             | `snapshot` (JSON), `ttl` (90 days)              |
+| `login`   | `<sha256 of a sign-in token>`   | `expires_at`, `ttl`                             |
+
+A `history/keep#...` item also carries `by` (who kept it) when recorded. The status page reads
+the `listing`, `history`, `monitor`, `audit` (since 30 days) and `snapshot` (since 30 days)
+partitions and the newest `reap` item: a fixed handful of single-partition Queries, whatever
+the fleet's size, and never a provider.
 
 Times are fixed-width ISO 8601 UTC text, so that DynamoDB's string comparison in a condition
 or a sort key compares instants. Overlapping runs (an hourly reap and a manual one; two
@@ -60,14 +67,22 @@ from reaper.core.models import (
     ReapRun,
     WarningRecord,
 )
+from reaper.core.snapshot import Snapshot
 from reaper.core.units import as_utc
-from reaper.store.base import ReadOnlyStoreError, last_heard, retired_to_delete
+from reaper.store.base import (
+    SNAPSHOT_RETENTION,
+    ReadOnlyStoreError,
+    last_heard,
+    retired_to_delete,
+)
 
 # A claim is kept at least this long (or its window, if longer), as the SQLite store keeps it,
 # so that a caller with a longer window than the last claimer's still sees a duplicate.
 CLAIM_RETENTION = timedelta(days=7)
 # Reap runs are only read for "the last one"; DynamoDB drops them this long after they finish.
 REAP_RUN_RETENTION = timedelta(days=90)
+# A sign-in token item outlives its expiry by this much before TTL may collect it.
+LOGIN_TOKEN_RETENTION = timedelta(days=1)
 # A lease item outlives its expiry by this much before TTL may collect it.
 LEASE_RETENTION = timedelta(days=1)
 # How often a monitor write re-reads and retries after losing a race on the same host.
@@ -267,7 +282,10 @@ class DynamoDBStore:
             elif kind == "keep" and since is not None:
                 until = _str(item, "until")
                 kept[key] = KeptInstance(
-                    key=key, since=_dt(since), until=None if until is None else _dt(until)
+                    key=key,
+                    since=_dt(since),
+                    until=None if until is None else _dt(until),
+                    by=_str(item, "by") or "",
                 )
         return History(
             first_seen_stopped=first_seen,
@@ -322,6 +340,8 @@ class DynamoDBStore:
         item = {**_key("history", f"keep#{kept.key}"), "since": _s(_ts(kept.since))}
         if kept.until is not None:
             item["until"] = _s(_ts(kept.until))
+        if kept.by:
+            item["by"] = _s(kept.by)
         self._client.put_item(TableName=self.table_name, Item=item)
 
     def unkeep(self, key: str) -> bool:
@@ -660,6 +680,50 @@ class DynamoDBStore:
 
     def close(self) -> None:
         """Nothing to close: the client's connections are pooled for warm invocations."""
+
+    # --- the status page: snapshots and sign-in links ------------------------------------
+    def record_snapshot(self, snapshot: Snapshot) -> None:
+        """One item; TTL drops it SNAPSHOT_RETENTION after it was taken. The counter after the
+        time keeps two snapshots of the same microsecond apart."""
+        self._writable()
+        snapshot = _utc_model(snapshot)
+        self._client.put_item(
+            TableName=self.table_name,
+            Item={
+                **_key("snapshot", f"{_ts(snapshot.at)}#{time.time_ns():020d}"),
+                "snapshot": _s(snapshot.model_dump_json()),
+                TTL_ATTRIBUTE: _n(_epoch(snapshot.at + SNAPSHOT_RETENTION)),
+            },
+        )
+
+    def snapshots(self, since: datetime) -> list[Snapshot]:
+        """One Query from `since` on (the sort key starts with the time)."""
+        return [
+            Snapshot.model_validate_json(item["snapshot"]["S"])
+            for item in self._query("snapshot", sk_from=_ts(since))
+        ]
+
+    def record_login_token(self, token_hash: str, expires_at: datetime) -> None:
+        self._writable()
+        self._client.put_item(
+            TableName=self.table_name,
+            Item={
+                **_key("login", token_hash),
+                "expires_at": _s(_ts(expires_at)),
+                TTL_ATTRIBUTE: _n(_epoch(expires_at + LOGIN_TOKEN_RETENTION)),
+            },
+        )
+
+    def use_login_token(self, token_hash: str, now: datetime) -> bool:
+        """One conditional delete: DynamoDB lets exactly one of two concurrent uses meet the
+        condition; an expired token (TTL collects lazily) fails it too."""
+        self._writable()
+        return self._conditional(
+            "delete_item",
+            Key=_key("login", token_hash),
+            ConditionExpression="attribute_exists(pk) AND expires_at > :now",
+            ExpressionAttributeValues={":now": _s(_ts(now))},
+        )
 
 
 __all__ = [

@@ -34,8 +34,9 @@ from reaper.core.models import (
     ReapRun,
     WarningRecord,
 )
+from reaper.core.snapshot import Snapshot
 from reaper.core.units import as_utc
-from reaper.store.base import ReadOnlyStoreError, retired_to_delete
+from reaper.store.base import SNAPSHOT_RETENTION, ReadOnlyStoreError, retired_to_delete
 
 SCHEMA_VERSION = 2
 BUSY_TIMEOUT_SECONDS = 5.0
@@ -83,6 +84,14 @@ CREATE TABLE listings (
     provider TEXT NOT NULL, account TEXT NOT NULL, at TEXT NOT NULL, listing TEXT NOT NULL,
     PRIMARY KEY (provider, account)
 ) WITHOUT ROWID;
+-- The status page (schema 2): who kept an instance, the reap passes' snapshots, the hashes
+-- of one-time sign-in links.
+ALTER TABLE kept ADD COLUMN kept_by TEXT;
+CREATE TABLE snapshots (
+    seq INTEGER PRIMARY KEY AUTOINCREMENT, at TEXT NOT NULL, snapshot TEXT NOT NULL
+);
+CREATE INDEX snapshots_by_time ON snapshots (at);
+CREATE TABLE login_tokens (hash TEXT PRIMARY KEY, expires_at TEXT NOT NULL) WITHOUT ROWID;
 """
 
 # Each step takes a database of the version before it to the version after it. A warning
@@ -99,6 +108,14 @@ CREATE TABLE listings (
     provider TEXT NOT NULL, account TEXT NOT NULL, at TEXT NOT NULL, listing TEXT NOT NULL,
     PRIMARY KEY (provider, account)
 ) WITHOUT ROWID;
+-- The status page (schema 2): who kept an instance, the reap passes' snapshots, the hashes
+-- of one-time sign-in links.
+ALTER TABLE kept ADD COLUMN kept_by TEXT;
+CREATE TABLE snapshots (
+    seq INTEGER PRIMARY KEY AUTOINCREMENT, at TEXT NOT NULL, snapshot TEXT NOT NULL
+);
+CREATE INDEX snapshots_by_time ON snapshots (at);
+CREATE TABLE login_tokens (hash TEXT PRIMARY KEY, expires_at TEXT NOT NULL) WITHOUT ROWID;
 """,
 }
 
@@ -321,7 +338,7 @@ class SQLiteStore:
             warnings = conn.execute(
                 "SELECT key, at, heard, mode, terminate_at FROM warnings"
             ).fetchall()
-            kept = conn.execute("SELECT key, since, until FROM kept").fetchall()
+            kept = conn.execute("SELECT key, since, until, kept_by FROM kept").fetchall()
         return History(
             first_seen_stopped={key: _dt(since) for key, since, _started in stopped},
             stretch_started={key: _dt(started) for key, _since, started in stopped if started},
@@ -335,8 +352,8 @@ class SQLiteStore:
                 for key, at, heard, mode, terminate_at in warnings
             },
             kept={
-                key: KeptInstance(key=key, since=_dt(since), until=_opt_dt(until))
-                for key, since, until in kept
+                key: KeptInstance(key=key, since=_dt(since), until=_opt_dt(until), by=by or "")
+                for key, since, until, by in kept
             },
         )
 
@@ -370,9 +387,10 @@ class SQLiteStore:
         until = None if kept.until is None else _ts(kept.until)
         with self._write() as conn:
             conn.execute(
-                "INSERT INTO kept (key, since, until) VALUES (?, ?, ?) "
-                "ON CONFLICT (key) DO UPDATE SET since = excluded.since, until = excluded.until",
-                (kept.key, _ts(kept.since), until),
+                "INSERT INTO kept (key, since, until, kept_by) VALUES (?, ?, ?, ?) "
+                "ON CONFLICT (key) DO UPDATE SET since = excluded.since, until = excluded.until, "
+                "kept_by = excluded.kept_by",
+                (kept.key, _ts(kept.since), until, kept.by or None),
             )
 
     def unkeep(self, key: str) -> bool:
@@ -580,6 +598,47 @@ class SQLiteStore:
             if self._conn is not None:
                 self._conn.close()
                 self._conn = None
+
+    # --- the status page: snapshots and sign-in links ------------------------------------
+    def record_snapshot(self, snapshot: Snapshot) -> None:
+        """Insert, and prune what is older than SNAPSHOT_RETENTION before this one."""
+        snapshot = _utc_model(snapshot)
+        with self._write() as conn:
+            conn.execute(
+                "INSERT INTO snapshots (at, snapshot) VALUES (?, ?)",
+                (_ts(snapshot.at), snapshot.model_dump_json()),
+            )
+            conn.execute(
+                "DELETE FROM snapshots WHERE at < ?", (_ts(snapshot.at - SNAPSHOT_RETENTION),)
+            )
+
+    def snapshots(self, since: datetime) -> list[Snapshot]:
+        rows = self._query_all(
+            "SELECT snapshot FROM snapshots WHERE at >= ? ORDER BY at, seq", (_ts(since),)
+        )
+        return [Snapshot.model_validate_json(snapshot) for (snapshot,) in rows]
+
+    def record_login_token(self, token_hash: str, expires_at: datetime) -> None:
+        """Insert; tokens expired before this one's expiry minus a day go (they are useless)."""
+        with self._write() as conn:
+            conn.execute(
+                "INSERT INTO login_tokens (hash, expires_at) VALUES (?, ?) "
+                "ON CONFLICT (hash) DO UPDATE SET expires_at = excluded.expires_at",
+                (token_hash, _ts(expires_at)),
+            )
+            conn.execute(
+                "DELETE FROM login_tokens WHERE expires_at < ?",
+                (_ts(expires_at - timedelta(days=1)),),
+            )
+
+    def use_login_token(self, token_hash: str, now: datetime) -> bool:
+        """One DELETE under the write lock: of two uses, only the one that deletes wins."""
+        with self._write() as conn:
+            cursor = conn.execute(
+                "DELETE FROM login_tokens WHERE hash = ? AND expires_at > ?",
+                (token_hash, _ts(now)),
+            )
+            return cursor.rowcount == 1
 
 
 __all__ = ["SCHEMA_VERSION", "SQLiteStore", "StoreSchemaError"]

@@ -1,0 +1,334 @@
+"""The status page: what bills now, what will be reaped when (or why not), which watchdog is
+silent, what was reaped and what it saved, balances with their runway, and spend over 7 and
+30 days — from `FleetView` (the store's records), never from a provider.
+
+Every value that came from a provider or a ping (names, ids, accounts, messages) goes through
+`esc`. Every button is a POST form carrying the session's CSRF token.
+"""
+
+from __future__ import annotations
+
+from datetime import timedelta
+
+from reaper.config import Settings
+from reaper.core.models import Instance
+from reaper.core.policy import Outlook
+from reaper.core.snapshot import daily_spend
+from reaper.core.units import HOURS_PER_MONTH, humanize, iso, money
+from reaper.interfaces.web.chart import RUNNING_COLOUR, STORAGE_COLOUR, chart_summary, spend_chart
+from reaper.interfaces.web.layout import document, esc, post_button, when
+from reaper.interfaces.web.readmodel import FleetView, Watchdog, saved_per_month
+from reaper.providers.plugins import label
+
+# Keep buttons: the form value and its label ("" = until unkept).
+KEEP_CHOICES: tuple[tuple[str, str], ...] = (("1d", "Keep 1 day"), ("7d", "Keep 1 week"))
+KEEP_FOR: dict[str, timedelta | None] = {"1d": timedelta(days=1), "7d": timedelta(days=7), "": None}
+MESSAGE_SHOWN = 300
+
+
+def _empty(section: str, title: str, text: str) -> str:
+    return (
+        f'<section class="card" id="{esc(section)}"><h2>{esc(title)}</h2>'
+        f'<p class="dim">{esc(text)}</p></section>'
+    )
+
+
+def _rate(value: float | None) -> str:
+    return "cost unknown" if value is None else f"{money(value)}/h"
+
+
+def _where(inst: Instance) -> str:
+    return f"{esc(label(inst.provider))} · {esc(inst.account)} · <code>{esc(inst.id)}</code>"
+
+
+def _anchor(key: str) -> str:
+    return "i-" + "".join(c if c.isalnum() or c in "-_" else "-" for c in key)
+
+
+def _watchdog_line(dog: Watchdog | None, view: FleetView) -> str:
+    if dog is None:
+        return '<span class="badge">no watchdog</span>'
+    m = dog.monitor
+    if dog.state in ("up", "new"):
+        heard = when(m.last_ping_at, view.now) if m.last_ping_at else "never yet"
+        return f'<span class="badge up">watchdog pinging</span> <span class="small">{heard}</span>'
+    return (
+        f'<span class="badge {esc(dog.state)}">watchdog silent {esc(humanize(dog.silent_for))}'
+        "</span>"
+    )
+
+
+def _header(view: FleetView, settings: Settings, csrf: str) -> str:
+    listed = view.listed_at
+    if listed is None:
+        age = "no reap pass has listed the providers yet"
+    else:
+        age = f"fleet as listed {when(listed, view.now)}"
+    last = view.last_reap
+    reap = (
+        f" · last reap pass {when(last.finished_at, view.now)}"
+        if last is not None
+        else " · no reap pass recorded"
+    )
+    mode = ' · <b class="warn">observe mode</b>' if settings.mode == "observe" else ""
+    stale = ""
+    if listed is not None and view.now - listed > 2 * settings.reap_every:
+        stale = (
+            f'<p class="error">This data is {esc(humanize(view.now - listed))} old: '
+            "the reap passes have not listed the providers since.</p>"
+        )
+    return (
+        '<header class="top"><h1>reaper</h1>'
+        + post_button("/logout", "Sign out", {"csrf": csrf})
+        + f'</header><p class="small dim" id="age">{age}{reap}{mode}</p>{stale}'
+    )
+
+
+def _tiles(view: FleetView) -> str:
+    running, storage = view.running_per_hour, view.storage_per_hour
+    per_month = (running + storage) * HOURS_PER_MONTH
+    tiles = [
+        ("Bills now", f"{money(running + storage)}/h", f"≈ {money(per_month)}/month"),
+        ("Running", f"{money(running)}/h", f"{len(view.running)} instances"),
+        ("Stopped, storage", f"{money(storage)}/h", f"{len(view.stopped)} instances"),
+        (
+            "Reaping saved",
+            f"{money(view.saved_per_month)}/mo",
+            f"{sum(1 for r in view.audit if r.confirmed)} terminations, 30 days",
+        ),
+    ]
+    cells = "".join(
+        f'<div class="tile"><span class="dim small">{esc(t)}</span><b class="money">{esc(v)}</b>'
+        f'<span class="small dim">{esc(n)}</span></div>'
+        for t, v, n in tiles
+    )
+    return f'<section class="tiles" style="margin-bottom:12px">{cells}</section>'
+
+
+def _running(view: FleetView) -> str:
+    if not view.running:
+        return _empty("running", "Running", "Nothing runs.")
+    rows = []
+    for inst in view.running:
+        since = inst.started_at or inst.created_at
+        for_how_long = f"for {esc(humanize(view.now - since))}" if since else "since unknown"
+        state = (
+            "" if inst.state == "running" else f' <span class="badge new">{esc(inst.state)}</span>'
+        )
+        dog = _watchdog_line(view.watchdog_of.get(inst.key), view)
+        rows.append(
+            f'<li id="{_anchor(inst.key)}" class="instance running">'
+            f'<span class="name">{esc(inst.name or inst.id)}{state}</span>'
+            f'<span class="money">{esc(_rate(inst.cost_per_hour))}</span>'
+            f'<span class="line small dim">{_where(inst)} · {for_how_long}</span>'
+            f'<span class="line small">{dog}</span>'
+            "</li>"
+        )
+    return (
+        f'<section class="card" id="running"><h2>Running — {esc(money(view.running_per_hour))}/h'
+        f'</h2><ul class="rows">{"".join(rows)}</ul></section>'
+    )
+
+
+def _verdict(item: Outlook, view: FleetView, settings: Settings) -> str:
+    kept = view.kept.get(item.instance.key)
+    if kept is not None:
+        until = f"until {when(kept.until, view.now)}" if kept.until else "until unkept"
+        by = f" (by {esc(kept.by)})" if kept.by else ""
+        return f'<span class="ok verdict">Kept {until}{by}</span>'
+    if item.kind == "protect":
+        return f'<span class="ok verdict">Not reaped: {esc(item.reason)}</span>'
+    if item.kind == "hold":
+        return f'<span class="warn verdict">Held: {esc(item.reason)}</span>'
+    verb = "Would be terminated" if settings.mode == "observe" else "Will be terminated"
+    if item.kind == "terminate":
+        return f'<span class="warn verdict">{verb} at the next pass (due now)</span>'
+    return (
+        f'<span class="warn verdict">{verb} {when(item.terminate_at, view.now)}</span>'
+        f' <span class="small dim">{esc(item.reason)}</span>'
+    )
+
+
+def _keep_buttons(item: Outlook, view: FleetView, csrf: str) -> str:
+    key = item.instance.key
+    if key in view.kept:
+        return post_button("/unkeep", "Unkeep", {"instance": key, "csrf": csrf})
+    if item.kind == "protect":
+        return ""  # protected by its name or the provider's lock: a keep adds nothing
+    return "".join(
+        post_button("/keep", text, {"instance": key, "for": value, "csrf": csrf})
+        for value, text in KEEP_CHOICES
+    )
+
+
+def _stopped(view: FleetView, settings: Settings, csrf: str) -> str:
+    if not view.stopped:
+        return _empty("stopped", "Stopped", "Nothing is stopped.")
+    rows = []
+    for item in view.stopped:
+        inst = item.instance
+        rows.append(
+            f'<li id="{_anchor(inst.key)}" class="instance stopped">'
+            f'<span class="name">{esc(inst.name or inst.id)}</span>'
+            f'<span class="money">{esc(_rate(inst.cost_per_hour))} storage</span>'
+            f'<span class="line small dim">{_where(inst)} · stopped since '
+            f"{when(inst.stopped_since, view.now)}</span>"
+            f'<span class="line">{_verdict(item, view, settings)}</span>'
+            f'<span class="actions">{_keep_buttons(item, view, csrf)}</span>'
+            "</li>"
+        )
+    return (
+        f'<section class="card" id="stopped"><h2>Stopped — {esc(money(view.storage_per_hour))}/h'
+        f' storage</h2><ul class="rows">{"".join(rows)}</ul></section>'
+    )
+
+
+def _other(view: FleetView) -> str:
+    if not view.other:
+        return ""
+    rows = "".join(
+        f'<li id="{_anchor(i.key)}" class="instance other"><span class="name">{esc(i.name or i.id)}'
+        f'</span><span class="money">{esc(_rate(i.cost_per_hour))}</span>'
+        f'<span class="line small dim">{_where(i)} · {esc(i.state)} ({esc(i.raw_status)}): '
+        "never reaped while it cannot be read</span></li>"
+        for i in view.other
+    )
+    head = '<section class="card" id="other"><h2>Other states</h2>'
+    return f'{head}<ul class="rows">{rows}</ul></section>'
+
+
+def monitor_actions(dog: Watchdog, csrf: str) -> str:
+    """The buttons of a monitor row (mute, pause...): none yet; each is a POST form with
+    `csrf`, placed in the row's `.actions`."""
+    return ""
+
+
+def _watchdogs(view: FleetView, csrf: str) -> str:
+    if not view.watchdogs:
+        return _empty("monitors", "Watchdogs", "No monitor has pinged yet.")
+    order = {"down": 0, "late": 1, "new": 2, "up": 3}
+    rows = []
+    for dog in sorted(view.watchdogs, key=lambda d: (order.get(d.state, 4), d.monitor.host)):
+        m = dog.monitor
+        last = when(m.last_ping_at, view.now) if m.last_ping_at else "never"
+        down = f" · down since {when(m.down_since, view.now)}" if m.down_since else ""
+        message = m.last_message[:MESSAGE_SHOWN] + (
+            "…" if len(m.last_message) > MESSAGE_SHOWN else ""
+        )
+        msg = f'<pre class="msg">{esc(message)}</pre>' if message else ""
+        actions = monitor_actions(dog, csrf)
+        rows.append(
+            f'<li class="monitor" id="m-{esc(m.host)}" data-state="{esc(dog.state)}">'
+            f'<span class="name">{esc(m.host)}</span>'
+            f'<span class="badge {esc(dog.state)}">{esc(dog.state)}</span>'
+            f'<span class="line small dim">last ping {last}{down}</span>{msg}'
+            f'<span class="actions">{actions}</span></li>'
+        )
+    return (
+        '<section class="card" id="monitors"><h2>Watchdogs</h2>'
+        f'<ul class="rows">{"".join(rows)}</ul></section>'
+    )
+
+
+def _spend(view: FleetView) -> str:
+    if not view.snapshots:
+        return (
+            '<section class="card" id="spend"><h2>Spend</h2><p class="dim">No snapshot yet: '
+            "each reap pass records one.</p></section>"
+        )
+    legend = (
+        '<p class="legend"><span><span class="sw" style="background:'
+        f'{RUNNING_COLOUR}"></span>running</span><span><span class="sw" style="background:'
+        f'{STORAGE_COLOUR}"></span>storage and other states</span></p>'
+    )
+    charts = []
+    for days, title in ((7, "Last 7 days"), (30, "Last 30 days")):
+        series = daily_spend(view.snapshots, view.now, days)
+        charts.append(
+            f'<h2 style="margin-top:8px">{esc(title)}</h2>'
+            f"{spend_chart(series, f'Spend per day, {title.lower()}')}"
+            f'<p class="small dim">{esc(chart_summary(series))}</p>'
+        )
+    return f'<section class="card" id="spend"><h2>Spend</h2>{legend}{"".join(charts)}</section>'
+
+
+def _runway(hours: float | None) -> str:
+    if hours is None:
+        return "runway unknown"
+    if hours >= 24 * 365:
+        return "runway over a year"
+    text = f"runway {humanize(timedelta(hours=hours))}"
+    return f'<b class="warn">{esc(text)}</b>' if hours < 24 else esc(text)
+
+
+def _balances(view: FleetView) -> str:
+    rows = []
+    for account in view.accounts:
+        balance = "balance unknown" if account.balance is None else money(account.balance)
+        spend = (
+            account.spend_per_hour
+            if account.spend_per_hour is not None
+            else account.billing_per_hour
+        )
+        rows.append(
+            f'<li class="account"><span class="name">{esc(label(account.provider))} · '
+            f'{esc(account.account)}</span><span class="money">{esc(balance)}</span>'
+            f'<span class="line small">{esc(_rate(spend))} · {_runway(account.runway_hours)}'
+            f' <span class="dim">listed {when(account.listed_at, view.now)}</span></span></li>'
+        )
+    if not rows:
+        return ""
+    return (
+        '<section class="card" id="balances"><h2>Balances</h2>'
+        f'<ul class="rows">{"".join(rows)}</ul></section>'
+    )
+
+
+def _terminations(view: FleetView) -> str:
+    if not view.audit:
+        return (
+            '<section class="card" id="terminations"><h2>Terminations</h2>'
+            '<p class="dim">None in the last 30 days.</p></section>'
+        )
+    rows = []
+    for record in view.audit:
+        saved = saved_per_month(record)
+        state = (
+            '<span class="badge up">confirmed</span>'
+            if record.confirmed
+            else f'<span class="badge late">{esc(record.result)}, unconfirmed</span>'
+        )
+        rows.append(
+            f'<li class="termination"><span class="name">{esc(record.name or record.id)}</span>'
+            f'<span class="money">{esc("—" if saved is None else money(saved) + "/mo")}</span>'
+            f'<span class="line small dim">{esc(label(record.provider))} · {esc(record.account)}'
+            f" · <code>{esc(record.id)}</code> · {when(record.requested_at, view.now)}</span>"
+            f'<span class="line small">{state} {esc(record.reason)}</span></li>'
+        )
+    return (
+        '<section class="card" id="terminations"><h2>Terminations — saved '
+        f"{esc(money(view.saved_per_month))}/month</h2>"
+        f'<ul class="rows">{"".join(rows)}</ul></section>'
+    )
+
+
+def status_page(view: FleetView, settings: Settings, csrf: str) -> bytes:
+    body = "".join(
+        (
+            _header(view, settings, csrf),
+            _tiles(view),
+            _running(view),
+            _stopped(view, settings, csrf),
+            _other(view),
+            _watchdogs(view, csrf),
+            _terminations(view),
+            _balances(view),
+            _spend(view),
+            f'<p class="small dim">Page made {esc(iso(view.now))} from the store; it never asks '
+            "the providers.</p>",
+        )
+    )
+    return document("reaper", body)
+
+
+__all__ = ["KEEP_CHOICES", "KEEP_FOR", "monitor_actions", "status_page"]

@@ -1,0 +1,220 @@
+"""What the status page and `/status` show, read from the store alone.
+
+A page view never lists a provider: it reads what the passes recorded — each account's last
+complete listing, the stopped clocks, warnings and keeps, the monitors, the audit and the
+snapshots — a fixed handful of store reads (on DynamoDB one Query per partition), whatever the
+size of the fleet. When each stopped instance goes, or why not, comes from the reap policy
+itself (`policy.outlook`), on these records and the current time: no second rule.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from datetime import datetime, timedelta
+
+from reaper.config import Settings
+from reaper.core.models import (
+    AuditRecord,
+    History,
+    Instance,
+    KeptInstance,
+    Listing,
+    Monitor,
+    ReapRun,
+    instance_key,
+)
+from reaper.core.policy import Outlook, outlook
+from reaper.core.runway import runway_hours
+from reaper.core.snapshot import AccountSnapshot, Snapshot
+from reaper.core.units import HOURS_PER_MONTH
+from reaper.providers.plugins import provider_host
+from reaper.store.base import Store
+
+# How far back the page looks: the chart's longest range, and the audit it lists.
+LOOKBACK = timedelta(days=30)
+# At most this many terminations are listed (newest first).
+AUDIT_SHOWN = 50
+BILLING_STATES = frozenset({"running", "starting"})
+
+
+@dataclass(frozen=True)
+class Watchdog:
+    """A monitor as the page shows it: `state` up, new, late (silent past the timeout but not
+    yet marked down by a watch pass), down or retired."""
+
+    monitor: Monitor
+    state: str
+    silent_for: timedelta
+
+
+@dataclass(frozen=True)
+class AccountView:
+    """One account: its last listing's time and the newest snapshot's balance and spend."""
+
+    provider: str
+    account: str
+    listed_at: datetime | None
+    balance: float | None = None
+    spend_per_hour: float | None = None
+    billing_per_hour: float | None = None
+
+    @property
+    def runway_hours(self) -> float | None:
+        spend = self.spend_per_hour if self.spend_per_hour is not None else self.billing_per_hour
+        return runway_hours(self.balance, spend)
+
+
+@dataclass(frozen=True)
+class FleetView:
+    now: datetime
+    listings: list[Listing]
+    running: list[Instance]
+    stopped: list[Outlook]
+    # Neither billing compute nor stopped: unknown, frozen... (never reaped).
+    other: list[Instance]
+    watchdogs: list[Watchdog]
+    # instance key -> the watchdog whose host names it
+    watchdog_of: dict[str, Watchdog]
+    kept: dict[str, KeptInstance]
+    audit: list[AuditRecord]
+    snapshots: list[Snapshot]
+    last_reap: ReapRun | None
+    accounts: list[AccountView] = field(default_factory=list)
+
+    @property
+    def listed_at(self) -> datetime | None:
+        """The oldest of the accounts' last listings: how old the page's data is at worst."""
+        return min((x.at for x in self.listings), default=None)
+
+    @property
+    def running_per_hour(self) -> float:
+        return sum(i.cost_per_hour or 0.0 for i in self.running)
+
+    @property
+    def storage_per_hour(self) -> float:
+        return sum(o.instance.cost_per_hour or 0.0 for o in self.stopped)
+
+    @property
+    def saved_per_month(self) -> float:
+        """What the confirmed terminations listed stopped billing, per month."""
+        return sum(saved_per_month(r) or 0.0 for r in self.audit if r.confirmed)
+
+
+def saved_per_month(record: AuditRecord) -> float | None:
+    if record.cost_per_hour is None:
+        return None
+    return record.cost_per_hour * HOURS_PER_MONTH
+
+
+def _watchdog(monitor: Monitor, settings: Settings, now: datetime) -> Watchdog:
+    silent_for = now - (monitor.last_ping_at or monitor.created_at)
+    state: str = monitor.status
+    if state in ("new", "up") and silent_for >= settings.heartbeat_timeout:
+        state = "late"
+    return Watchdog(monitor=monitor, state=state, silent_for=silent_for)
+
+
+def _accounts(listings: list[Listing], latest: Snapshot | None) -> list[AccountView]:
+    rows: dict[tuple[str, str], AccountView] = {
+        (x.provider, x.account): AccountView(x.provider, x.account, x.at) for x in listings
+    }
+    for snap in latest.accounts if latest is not None else []:
+        key = (snap.provider, snap.account)
+        listed = rows[key].listed_at if key in rows else None
+        rows[key] = _account_view(snap, listed)
+    return [rows[key] for key in sorted(rows)]
+
+
+def _account_view(snap: AccountSnapshot, listed_at: datetime | None) -> AccountView:
+    return AccountView(
+        provider=snap.provider,
+        account=snap.account,
+        listed_at=listed_at,
+        balance=snap.balance,
+        spend_per_hour=snap.spend_per_hour,
+        billing_per_hour=snap.per_hour,
+    )
+
+
+def read_view(store: Store, settings: Settings, now: datetime) -> FleetView:
+    """Everything the page shows, from the store alone."""
+    listings = store.listings()
+    history = store.history()
+    monitors = store.list_monitors()
+    audit = store.audit_log(since=now - LOOKBACK)
+    snapshots = store.snapshots(now - LOOKBACK)
+    last_reap = store.last_reap()
+    return build_view(settings, now, listings, history, monitors, audit, snapshots, last_reap)
+
+
+def build_view(
+    settings: Settings,
+    now: datetime,
+    listings: list[Listing],
+    history: History,
+    monitors: list[Monitor],
+    audit: list[AuditRecord],
+    snapshots: list[Snapshot],
+    last_reap: ReapRun | None,
+) -> FleetView:
+    # A listing is taken before the pass acts: what the pass (or a later one) terminated and
+    # confirmed since is gone, whatever that listing still shows.
+    gone: dict[str, datetime] = {}
+    for record in audit:
+        if record.confirmed and record.result in ("deleted", "not_found"):
+            gone[record.key] = max(record.requested_at, gone.get(record.key, record.requested_at))
+    instances = [
+        i
+        for x in listings
+        for i in x.instances
+        if i.state != "terminated" and not (i.key in gone and gone[i.key] >= x.at)
+    ]
+    stopped = sorted(
+        outlook(instances, history, now, settings),
+        key=lambda o: (o.terminate_at is None, o.terminate_at or now, o.instance.key),
+    )
+    running = sorted(
+        (i for i in instances if i.state in BILLING_STATES),
+        key=lambda i: (-(i.cost_per_hour or 0.0), i.key),
+    )
+    other = [i for i in instances if i.state not in BILLING_STATES and i.state != "stopped"]
+    watchdogs = [_watchdog(m, settings, now) for m in monitors if m.status != "retired"]
+    watchdog_of: dict[str, Watchdog] = {}
+    for dog in watchdogs:
+        named = provider_host(dog.monitor.host)
+        if named is not None:
+            watchdog_of[instance_key(*named)] = dog
+    return FleetView(
+        now=now,
+        listings=listings,
+        running=running,
+        stopped=stopped,
+        other=other,
+        watchdogs=watchdogs,
+        watchdog_of=watchdog_of,
+        kept={k: v for k, v in history.kept.items() if v.active(now)},
+        audit=sorted(audit, key=lambda r: r.requested_at, reverse=True)[:AUDIT_SHOWN],
+        snapshots=snapshots,
+        last_reap=last_reap,
+        accounts=_accounts(listings, snapshots[-1] if snapshots else None),
+    )
+
+
+def listed_instance(view: FleetView, key: str) -> Instance | None:
+    """The instance with this key in the last listings (what a keep button may name)."""
+    for listing in view.listings:
+        for inst in listing.instances:
+            if inst.key == key:
+                return inst
+    return None
+
+
+__all__ = [
+    "AccountView",
+    "FleetView",
+    "Watchdog",
+    "build_view",
+    "listed_instance",
+    "read_view",
+    "saved_per_month",
+]

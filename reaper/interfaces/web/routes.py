@@ -1,0 +1,297 @@
+"""The status page's routes: `GET /`, `POST /login`, `GET|POST /login/<token>`, `POST /logout`,
+`POST /keep`, `POST /unkeep`. `reaper.interfaces.http` lists them in its route table; the same
+core answers under `reaper serve` and on Lambda.
+
+Rules, in the order they are applied:
+- REAPER_ADMIN_KEY unset: every route here answers exactly like an unknown route (None).
+- No valid session (none, forged, expired, signed under a rotated key): `GET /` shows the
+  sign-in page, which reveals nothing of the fleet; a state-changing POST answers 403 with it.
+- Sign-in attempts (the admin key, a link) are rate-limited per client and overall: 429.
+- Forms: at most FORM_LIMIT bytes (413), urlencoded (415), UTF-8, each field once (400);
+  every state-changing form carries the session's CSRF token (403 without it).
+Never the admin key in a page or a log line: it is compared in constant time and dropped.
+"""
+
+from __future__ import annotations
+
+import weakref
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
+from urllib.parse import parse_qsl
+
+from reaper import log
+from reaper.clock import Clock
+from reaper.config import ConfigError
+from reaper.core.models import KeptInstance, instance_key
+from reaper.core.units import iso
+from reaper.interfaces.ratelimit import Rate, TokenBuckets, retry_after
+from reaper.interfaces.web.layout import HTML_HEADERS
+from reaper.interfaces.web.page import KEEP_FOR, status_page
+from reaper.interfaces.web.readmodel import listed_instance, read_view
+from reaper.interfaces.web.session import (
+    TOKEN_PATTERN,
+    Session,
+    admin_key_matches,
+    clear_cookie,
+    cookie_secure,
+    new_session,
+    session_of,
+    set_cookie,
+    spend_login_token,
+)
+from reaper.interfaces.web.signin import link_page, signin_page
+
+if TYPE_CHECKING:
+    from reaper.interfaces.http import App, Request
+
+# A form is a few short fields; anything larger is refused before it is parsed.
+FORM_LIMIT = 8 * 1024
+_MAX_FIELDS = 10
+# Who a keep from the page is recorded as.
+KEPT_BY = "status page"
+# Sign-in attempts: per client address, and over all clients (a flood from many addresses).
+SIGNIN_PER_CLIENT = Rate(capacity=10, per_second=1 / 6)
+SIGNIN_OVERALL = Rate(capacity=60, per_second=1.0)
+
+
+@dataclass(frozen=True)
+class Answer:
+    """What a route here answers (the route table turns it into its `Response`); None from a
+    handler means: answer as an unknown route does."""
+
+    status: int
+    body: bytes = b""
+    headers: dict[str, str] = field(default_factory=dict)
+
+
+def _page(status: int, body: bytes, headers: Mapping[str, str] | None = None) -> Answer:
+    return Answer(status, body, {**HTML_HEADERS, **(headers or {})})
+
+
+def _line(status: int, text: str, headers: Mapping[str, str] | None = None) -> Answer:
+    return Answer(
+        status,
+        (text + "\n").encode(),
+        {"content-type": "text/plain; charset=utf-8", **(headers or {})},
+    )
+
+
+def _see_other(location: str, cookie: str | None = None) -> Answer:
+    headers = {"location": location, "content-type": "text/plain; charset=utf-8"}
+    if cookie is not None:
+        headers["set-cookie"] = cookie
+    return Answer(303, b"", headers)
+
+
+class _SignInLimits:
+    def __init__(self, clock: Clock) -> None:
+        self.per_client = TokenBuckets(SIGNIN_PER_CLIENT, clock)
+        self.overall = TokenBuckets(SIGNIN_OVERALL, clock, max_keys=1)
+
+    def take(self, client: str) -> float:
+        return max(self.per_client.take(client), self.overall.take("all"))
+
+
+# One set of limits per App (per process on `serve`, per warm container on Lambda).
+_limits: weakref.WeakKeyDictionary[App, _SignInLimits] = weakref.WeakKeyDictionary()
+
+
+def _signin_wait(app: App, client: str) -> float:
+    limits = _limits.get(app)
+    if limits is None:
+        limits = _limits[app] = _SignInLimits(app.clock)
+    return limits.take(client)
+
+
+class BadForm(ValueError):
+    def __init__(self, status: int, line: str) -> None:
+        super().__init__(line)
+        self.status = status
+
+
+def read_form(request: Request) -> dict[str, str]:
+    """The urlencoded fields of a POST, each once; BadForm (a one-line 4xx) otherwise."""
+    if len(request.body) > FORM_LIMIT:
+        raise BadForm(413, f"request body too large (limit {FORM_LIMIT // 1024} KB)")
+    kind = request.headers.get("content-type", "").split(";")[0].strip().lower()
+    if request.body and kind != "application/x-www-form-urlencoded":
+        raise BadForm(415, "expected a form (application/x-www-form-urlencoded)")
+    try:
+        text = request.body.decode("utf-8")
+        pairs = parse_qsl(text, keep_blank_values=True, max_num_fields=_MAX_FIELDS, errors="strict")
+    except (UnicodeDecodeError, ValueError):
+        raise BadForm(400, "the form is not valid (UTF-8, a few fields)") from None
+    form: dict[str, str] = {}
+    for name, value in pairs:
+        if name in form:
+            raise BadForm(400, f"the field {name[:40]!r} is given twice")
+        form[name] = value
+    return form
+
+
+def _session(request: Request, app: App) -> Session | None:
+    return session_of(request.headers, app.settings.admin_key, app.clock.now())
+
+
+def _signed_in(request: Request, app: App) -> Answer:
+    """Sign the browser in: a fresh session cookie, then the status page."""
+    assert app.settings.admin_key
+    _new, value = new_session(app.settings.admin_key, app.clock.now())
+    secure = cookie_secure(app.settings, request.headers)
+    return _see_other("/", set_cookie(value, secure=secure))
+
+
+# --- the routes -----------------------------------------------------------------------------
+
+
+async def home(request: Request, app: App, params: Mapping[str, str]) -> Answer | None:
+    settings = app.settings
+    if not settings.admin_key:
+        return None
+    session = _session(request, app)
+    if session is None:
+        return _page(200, signin_page())
+    view = read_view(app.store, settings, app.clock.now())
+    return _page(200, status_page(view, settings, session.csrf(settings.admin_key)))
+
+
+async def login(request: Request, app: App, params: Mapping[str, str]) -> Answer | None:
+    """POST /login: the admin key from the form."""
+    if not app.settings.admin_key:
+        return None
+    wait = _signin_wait(app, request.client)
+    if wait:
+        log.event("signin", result="rate_limited", client=request.client)
+        problem = "Too many sign-in attempts; try again in a minute."
+        return _page(429, signin_page(problem), {"retry-after": retry_after(wait)})
+    try:
+        form = read_form(request)
+    except BadForm as bad:
+        return _line(bad.status, str(bad))
+    if not admin_key_matches(form.get("key", "").strip(), app.settings.admin_key):
+        log.event("signin", result="wrong_key", client=request.client)
+        return _page(403, signin_page("That is not the admin key."))
+    log.event("signin", result="ok", how="admin key", client=request.client)
+    return _signed_in(request, app)
+
+
+async def login_link(request: Request, app: App, params: Mapping[str, str]) -> Answer | None:
+    """GET shows a button (a link preview must not spend the token); POST spends it."""
+    token = params["token"]
+    if not app.settings.admin_key or not TOKEN_PATTERN.fullmatch(token):
+        return None
+    if request.method in ("GET", "HEAD"):
+        return _page(200, link_page(token))
+    wait = _signin_wait(app, request.client)
+    if wait:
+        log.event("signin", result="rate_limited", client=request.client)
+        problem = "Too many sign-in attempts; try again in a minute."
+        return _page(429, link_page(token, problem), {"retry-after": retry_after(wait)})
+    if len(request.body) > FORM_LIMIT:
+        return _line(413, f"request body too large (limit {FORM_LIMIT // 1024} KB)")
+    if not spend_login_token(app.store, token, app.clock.now()):
+        log.event("signin", result="link_refused", client=request.client)
+        return _page(403, link_page(token, "This sign-in link was used already or has expired."))
+    log.event("signin", result="ok", how="link", client=request.client)
+    return _signed_in(request, app)
+
+
+def _authorised(request: Request, app: App) -> tuple[Session | None, dict[str, str], Answer | None]:
+    """The session and form of a state-changing POST, or the answer that refuses it."""
+    try:
+        form = read_form(request)
+    except BadForm as bad:
+        return None, {}, _line(bad.status, str(bad))
+    session = _session(request, app)
+    if session is None:
+        return None, form, _page(403, signin_page("Your session has ended: sign in again."))
+    assert app.settings.admin_key
+    if not session.csrf_ok(app.settings.admin_key, form.get("csrf")):
+        log.event("csrf", result="refused", client=request.client)
+        return session, form, _line(403, "missing or wrong CSRF token: reload the page")
+    return session, form, None
+
+
+async def logout(request: Request, app: App, params: Mapping[str, str]) -> Answer | None:
+    """Clears the cookie; a signed-in browser's sign-out needs its CSRF token too."""
+    if not app.settings.admin_key:
+        return None
+    try:
+        form = read_form(request)
+    except BadForm as bad:
+        return _line(bad.status, str(bad))
+    session = _session(request, app)
+    if session is not None and not session.csrf_ok(app.settings.admin_key, form.get("csrf")):
+        return _line(403, "missing or wrong CSRF token: reload the page")
+    return _see_other("/", clear_cookie(secure=cookie_secure(app.settings, request.headers)))
+
+
+def _target(form: Mapping[str, str]) -> tuple[str, Answer | None]:
+    """The instance key a keep/unkeep names, checked against the last listings."""
+    from reaper.interfaces.commands import parse_target
+
+    raw = form.get("instance", "")
+    try:
+        provider, instance_id = parse_target(raw)
+    except ConfigError as exc:
+        return "", _line(400, f"instance: {exc.expected}")
+    return instance_key(provider, instance_id), None
+
+
+def _anchor(key: str) -> str:
+    return "/#i-" + "".join(c if c.isalnum() or c in "-_" else "-" for c in key)
+
+
+async def keep(request: Request, app: App, params: Mapping[str, str]) -> Answer | None:
+    """The record `reaper keep` writes, with who asked."""
+    if not app.settings.admin_key:
+        return None
+    _s, form, refused = _authorised(request, app)
+    if refused is not None:
+        return refused
+    key, bad = _target(form)
+    if bad is not None:
+        return bad
+    choice = form.get("for", "")
+    if choice not in KEEP_FOR:
+        return _line(400, "for: expected 1d, 7d or nothing (until unkept)")
+    now = app.clock.now()
+    view = read_view(app.store, app.settings, now)
+    if listed_instance(view, key) is None:
+        return _line(404, f"{key[:120]} is not in the last listing: reload the page")
+    length = KEEP_FOR[choice]
+    until = now + length if length is not None else None
+    app.store.keep(KeptInstance(key=key, since=now, until=until, by=KEPT_BY))
+    log.event("keep", instance=key, until=iso(until), by=KEPT_BY, result="kept")
+    return _see_other(_anchor(key))
+
+
+async def unkeep(request: Request, app: App, params: Mapping[str, str]) -> Answer | None:
+    """The record `reaper unkeep` ends; who asked goes to the log."""
+    if not app.settings.admin_key:
+        return None
+    _s, form, refused = _authorised(request, app)
+    if refused is not None:
+        return refused
+    key, bad = _target(form)
+    if bad is not None:
+        return bad
+    ended = app.store.unkeep(key)
+    log.event("unkeep", instance=key, by=KEPT_BY, result="ended" if ended else "none")
+    return _see_other(_anchor(key))
+
+
+__all__ = [
+    "FORM_LIMIT",
+    "KEPT_BY",
+    "Answer",
+    "BadForm",
+    "home",
+    "keep",
+    "login",
+    "login_link",
+    "logout",
+    "read_form",
+    "unkeep",
+]

@@ -1,0 +1,139 @@
+"""A real headless browser for the status page's tests: Debian's Chromium, driven by Selenium
+through Debian's chromedriver (no driver or browser is ever downloaded).
+
+On a developer's machine without them the browser tests are skipped, and say why. `.ci/run`
+installs both and sets REAPER_REQUIRE_BROWSER=1, which turns that skip into a failure: CI
+never passes by not running them.
+
+Screenshots go to REAPER_ARTIFACTS (default `test-artifacts/` in the repository, ignored by
+git): a test run leaves pictures of what a person would have seen.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import tempfile
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+BROWSERS = ("chromium", "chromium-browser", "google-chrome")
+# The flags this machine needs: no sandbox as root, and no background connections (the network
+# is closed; Chromium would otherwise keep trying).
+FLAGS = (
+    "--headless=new",
+    "--no-sandbox",
+    "--disable-gpu",
+    "--disable-dev-shm-usage",
+    "--disable-quic",
+    "--no-first-run",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--disable-sync",
+    "--disable-extensions",
+    "--window-size=1280,1000",
+)
+PHONE = {"width": 390, "height": 844, "deviceScaleFactor": 1, "mobile": True}
+
+
+def artifacts() -> Path:
+    path = Path(os.environ.get("REAPER_ARTIFACTS", ROOT / "test-artifacts"))
+    path.mkdir(parents=True, exist_ok=True)
+    return path
+
+
+def _found() -> tuple[str, str] | str:
+    """(browser, driver) paths, or why there are none."""
+    try:
+        import selenium  # noqa: F401
+    except ImportError:
+        return "selenium is not installed (make test installs requirements-dev.txt)"
+    browser = next((p for p in map(shutil.which, BROWSERS) if p), None)
+    driver = shutil.which("chromedriver")
+    if browser is None or driver is None:
+        return "no Chromium and chromedriver found (apt-get install chromium chromium-driver)"
+    return browser, driver
+
+
+def require_browser() -> tuple[str, str]:
+    found = _found()
+    if isinstance(found, str):
+        if os.environ.get("REAPER_REQUIRE_BROWSER") == "1":
+            pytest.fail(f"REAPER_REQUIRE_BROWSER=1 but {found}")
+        pytest.skip(f"browser tests skipped: {found}")
+    return found
+
+
+@contextmanager
+def chromium() -> Iterator[Any]:
+    """A fresh headless Chromium with an empty profile; quit at the end."""
+    browser, driver_path = require_browser()
+    from selenium import webdriver
+    from selenium.webdriver.chrome.service import Service
+
+    profile = tempfile.mkdtemp(prefix="reaper-chromium-")
+    options = webdriver.ChromeOptions()
+    options.binary_location = browser
+    for flag in FLAGS:
+        options.add_argument(flag)
+    options.add_argument(f"--user-data-dir={profile}")
+    driver = webdriver.Chrome(service=Service(executable_path=driver_path), options=options)
+    driver.set_page_load_timeout(20)
+    try:
+        yield driver
+    finally:
+        driver.quit()
+        shutil.rmtree(profile, ignore_errors=True)
+
+
+def as_phone(driver: Any) -> None:
+    """390 CSS px wide, as a phone: headless windows cannot be that narrow, the emulation can."""
+    driver.execute_cdp_cmd("Emulation.setDeviceMetricsOverride", PHONE)
+
+
+def as_desktop(driver: Any) -> None:
+    driver.execute_cdp_cmd("Emulation.clearDeviceMetricsOverride", {})
+
+
+def screenshot(driver: Any, name: str, *, full_page: bool = True) -> Path:
+    """A PNG of the page under artifacts(); the whole page's height when `full_page`."""
+    path = artifacts() / f"{name}.png"
+    if full_page:
+        import base64
+
+        metrics = driver.execute_cdp_cmd("Page.getLayoutMetrics", {})
+        size = metrics.get("cssContentSize") or metrics["contentSize"]
+        shot = driver.execute_cdp_cmd(
+            "Page.captureScreenshot",
+            {
+                "format": "png",
+                "captureBeyondViewport": True,
+                "clip": {
+                    "x": 0,
+                    "y": 0,
+                    "width": size["width"],
+                    "height": size["height"],
+                    "scale": 1,
+                },
+            },
+        )
+        path.write_bytes(base64.b64decode(shot["data"]))
+    else:
+        driver.save_screenshot(str(path))
+    return path
+
+
+def submit(browser: Any, button: Any) -> None:
+    """Click a form's button and wait until the browser has left the page it was on."""
+    from selenium.webdriver.common.by import By
+    from selenium.webdriver.support import expected_conditions
+    from selenium.webdriver.support.ui import WebDriverWait
+
+    page = browser.find_element(By.TAG_NAME, "html")
+    button.click()
+    WebDriverWait(browser, 10).until(expected_conditions.staleness_of(page))
