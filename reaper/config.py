@@ -117,6 +117,9 @@ class Settings:
     require_channel: bool = True
     # Stuck starting, scheduling, in error or abandoned this long: named in an alert.
     stuck_after: timedelta | None = timedelta(hours=6)
+    # REAPER_PUBLIC_URL: the base URL people reach (action links in alerts, the status page),
+    # without a trailing slash; None: no link-based actions are offered.
+    public_url: str | None = None
 
     @property
     def human_channel(self) -> bool:
@@ -343,6 +346,32 @@ def parse_url_key(text: str, variable: str) -> str:
     return value
 
 
+_LOOPBACK_HOSTS = ("localhost", "127.0.0.1", "::1")
+
+
+def _loopback(host: str) -> bool:
+    return host in _LOOPBACK_HOSTS or host.startswith("127.") or host.endswith(".localhost")
+
+
+def parse_public_url(text: str, variable: str = "REAPER_PUBLIC_URL") -> str:
+    """The base URL of this reaper as people reach it: https, or http only on loopback (a
+    local `serve` opened on the same machine); no query, fragment or credentials; no trailing
+    slash. Action links built on it carry one-time tokens, which must not cross a network in
+    the clear."""
+    value = parse_url(text, variable)
+    parts = urlsplit(value)
+    host = (parts.hostname or "").lower()
+    if parts.scheme != "https" and not _loopback(host):
+        raise ConfigError(
+            variable, f"expected an https:// URL (http:// only on loopback), got {text.strip()!r}"
+        )
+    if parts.query or parts.fragment or parts.username or parts.password:
+        raise ConfigError(
+            variable, f"expected a base URL without query, fragment or user, got {text.strip()!r}"
+        )
+    return value
+
+
 def read_dotenv(path: Path) -> dict[str, str]:
     """A small `.env` reader: KEY=VALUE lines, `export ` prefixes, quotes, `#` comments.
 
@@ -438,6 +467,9 @@ def load_settings(
         kwargs["ping_key"] = parse_url_key(raw, "REAPER_PING_KEY")
     if (raw := get("REAPER_ADMIN_KEY")) is not None:
         kwargs["admin_key"] = parse_url_key(raw, "REAPER_ADMIN_KEY")
+
+    if (raw := get("REAPER_PUBLIC_URL")) is not None:
+        kwargs["public_url"] = parse_public_url(raw)
 
     channels = [plugin_settings(path).read(env) for path in CHANNELS.values()]
     kwargs["channels"] = tuple(c for c in channels if isinstance(c, ChannelSettings))
