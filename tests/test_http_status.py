@@ -22,7 +22,7 @@ def test_the_admin_key_reads_monitors_and_the_last_reap(tmp_path: Path) -> None:
         response = app.http.get("/status", headers={"Authorization": f"Bearer {ADMIN}"})
     assert response.status_code == 200
     data = response.json()
-    assert set(data) == {"at", "counts", "monitors", "reaping", "last_reap", "fleet"}
+    assert set(data) == {"at", "counts", "monitors", "reaping", "last_reap", "fleet", "actions"}
     [monitor] = data["monitors"]
     assert monitor["host"] == "trainer" and monitor["job_running"] is True
     assert data["counts"] == {"new": 1, "up": 0, "down": 0, "retired": 0}

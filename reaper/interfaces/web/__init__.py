@@ -1,0 +1,1 @@
+"""Server-rendered HTML pages: the status page, sign-in and the action links."""
