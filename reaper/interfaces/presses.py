@@ -167,9 +167,7 @@ class Poller:
         failures = 0
         while not self._stop.is_set():
             try:
-                finished, updates = await self._or_stop(
-                    self.bot.get_updates(self.offset, self.poll_seconds)
-                )
+                finished = await self.poll_once()
             except BotError as exc:
                 failures += 1
                 wait = min(POLL_BACKOFF_MAX, self.backoff_base * 2 ** (failures - 1))
@@ -185,7 +183,15 @@ class Poller:
             if not finished:
                 return
             failures = 0
+
+    async def poll_once(self) -> bool:
+        """One getUpdates and the handling of what it brought; False when interrupted."""
+        finished, updates = await self._or_stop(
+            self.bot.get_updates(self.offset, self.poll_seconds)
+        )
+        if finished:
             await self._handle(updates)
+        return bool(finished)
 
     async def _handle(self, updates: list[Any]) -> None:
         for update in updates:
