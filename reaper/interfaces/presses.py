@@ -145,15 +145,28 @@ class Poller:
         self.backoff_base = backoff_base
         self.offset: int | None = None
         self.handled = 0
-        self._stop = asyncio.Event()
+        self._stopped = False
+        self._stop: asyncio.Event | None = None
+        self._loop: asyncio.AbstractEventLoop | None = None
 
     def interrupt(self) -> None:
-        self._stop.set()
+        self._stopped = True
+        if self._stop is not None:
+            self._stop.set()
+
+    def _stop_event(self) -> asyncio.Event:
+        """The stop as an event of the running loop (an event belongs to one loop)."""
+        loop = asyncio.get_running_loop()
+        if self._stop is None or self._loop is not loop:
+            self._stop, self._loop = asyncio.Event(), loop
+            if self._stopped:
+                self._stop.set()
+        return self._stop
 
     async def _or_stop(self, job: Awaitable[Any]) -> tuple[bool, Any]:
         """(True, result) when `job` finished first; (False, None) when interrupted."""
         task = asyncio.ensure_future(job)
-        stop = asyncio.ensure_future(self._stop.wait())
+        stop = asyncio.ensure_future(self._stop_event().wait())
         await asyncio.wait({task, stop}, return_when=asyncio.FIRST_COMPLETED)
         if task.done():
             stop.cancel()
@@ -165,7 +178,7 @@ class Poller:
     async def run(self) -> None:
         """Until interrupted."""
         failures = 0
-        while not self._stop.is_set():
+        while not self._stopped:
             try:
                 finished = await self.poll_once()
             except BotError as exc:
