@@ -264,3 +264,18 @@ def test_the_store_holds_no_token(tmp_path: Path) -> None:
                 raw += extra.read_bytes()
         for token in tokens:
             assert token.encode() not in raw
+
+
+def test_a_button_that_asks_first_is_no_action_link(tmp_path: Path) -> None:
+    """Telegram's "terminate now" asks for a second press: its data used as a link is refused,
+    so the confirmation cannot be skipped."""
+    with phone(tmp_path) as p:
+        message = _warned(p)
+        token = message.button("Terminate now")["callback_data"].removeprefix("a:")
+        with p.served() as app:
+            for response in (app.http.get(f"/act/{token}"), app.http.post(f"/act/{token}")):
+                assert (response.status_code, response.text) == (
+                    404,
+                    "unknown, used or expired action link\n",
+                )
+        _nothing_done(p)

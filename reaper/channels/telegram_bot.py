@@ -135,9 +135,10 @@ def with_result(press: Press, line: str) -> tuple[str, list[dict[str, Any]]] | N
 
 
 class TelegramBot:
-    """The bot's API calls, each one HTTP request with a bounded wait."""
+    """The bot's API calls, each one HTTP request with a bounded wait (short: an answer is
+    given inside a webhook request, which on Lambda has 10 s in all)."""
 
-    def __init__(self, settings: TelegramSettings, *, timeout: float = 10.0) -> None:
+    def __init__(self, settings: TelegramSettings, *, timeout: float = 5.0) -> None:
         self._base = f"{settings.api_url.rstrip('/')}/bot{settings.token}"
         self.chat_id = settings.chat_id
         self.timeout = timeout

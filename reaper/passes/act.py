@@ -47,6 +47,10 @@ REQUEST_TTL = timedelta(hours=24)
 # answer, and a Lambda request has 10 s. A slower provider is confirmed by the next reap pass
 # (its reconciliation of unconfirmed audit records).
 ACT_CONFIRM = ConfirmOptions(attempts=4, first_delay=0.0, backoff=0.5, max_delay=2.0)
+# The provider calls of that pass are request-sized too: short time-outs, one retry.
+ACT_HTTP = HttpOptions(
+    timeout=4.0, max_attempts=2, backoff_base=0.25, backoff_cap=1.0, retry_after_cap=2.0
+)
 
 Sleep = Callable[[float], Awaitable[None]]
 
@@ -77,8 +81,8 @@ class Outcome:
 
 @dataclass
 class ActContext:
-    """What carrying out an action needs. `http`: the provider clients' options (tests);
-    `confirm`: how long the request's own pass waits for the re-list."""
+    """What carrying out an action needs. `http`: the provider clients' options (None:
+    ACT_HTTP); `confirm`: how long the request's own pass waits for the re-list."""
 
     settings: Settings
     store: Store
@@ -89,10 +93,11 @@ class ActContext:
     sleep: Sleep = field(default=asyncio.sleep, repr=False)
 
 
-def lookup(store: Store, token: str, now: datetime) -> ActionGrant | str:
-    """The grant a token may use now, or the one line saying why not."""
+def lookup(store: Store, token: str, now: datetime, *, link: bool = False) -> ActionGrant | str:
+    """The grant a token may use now, or the one line saying why not. `link`: used as an
+    action link, where a button that asks for a second press is no token at all."""
     grant = store.get_grant(grant_id(token)) if valid_token(token) else None
-    if grant is None:
+    if grant is None or (link and grant.ask_first):
         return messages.REFUSED_UNKNOWN
     if grant.used_at is not None:
         return messages.refused_used(grant.used_at)
@@ -101,10 +106,13 @@ def lookup(store: Store, token: str, now: datetime) -> ActionGrant | str:
     return grant
 
 
-async def perform(ctx: ActContext, token: str, actor: Actor, choice: int = 0) -> Outcome:
-    """Use the token (see the module docstring); `choice`: which of the grant's actions."""
+async def perform(
+    ctx: ActContext, token: str, actor: Actor, choice: int = 0, *, link: bool = False
+) -> Outcome:
+    """Use the token (see the module docstring); `choice`: which of the grant's actions;
+    `link`: it came as an action link (see `lookup`)."""
     now = ctx.clock.now()
-    found = lookup(ctx.store, token, now)
+    found = lookup(ctx.store, token, now, link=link)
     if isinstance(found, str):
         log.event("phone_action", via=actor.via, result="refused", reason=found)
         return Outcome("refused", found)
@@ -210,7 +218,7 @@ async def _terminate(ctx: ActContext, action: PhoneAction, actor: Actor, now: da
             expires_at=now + REQUEST_TTL,
         )
     )
-    clients = make_clients(settings, ctx.http)
+    clients = make_clients(settings, ctx.http or ACT_HTTP)
     try:
         context = Context.make(settings, ctx.store, clients, ctx.notifier, ctx.clock)
         result = await request_pass(context, key, confirm=ctx.confirm, sleep=ctx.sleep)

@@ -151,7 +151,7 @@ async def answer_act(
 ) -> Page:
     """The answer to GET (HEAD) or POST `/act/<token>`."""
     if method in ("GET", "HEAD"):
-        found = lookup(ctx.store, token, ctx.clock.now())
+        found = lookup(ctx.store, token, ctx.clock.now(), link=True)
         if isinstance(found, str):
             return not_found()
         return Page(200, render_page(found, ctx.clock.now()), dict(HTML_HEADERS))
@@ -162,7 +162,7 @@ async def answer_act(
     choice = _choice(body)
     if choice is None:
         return _line(400, "expected an empty body or choice=<number>")
-    outcome = await perform(ctx, token, LINK, choice)
+    outcome = await perform(ctx, token, LINK, choice, link=True)
     if outcome.status == "refused":
         return not_found()
     status = 200 if outcome.status == "done" else 409
