@@ -1,4 +1,5 @@
-"""Lambda: the HTTP API (/healthz, /ping, /alert, /status) behind an API Gateway HTTP API.
+"""Lambda: the HTTP API (/healthz, /ping, /alert, /status, /act, /telegram) behind an API
+Gateway HTTP API.
 
 Only an adapter: an HTTP API event (payload format 2.0, which Lambda function URLs use as
 well) becomes a `reaper.http.Request`, `reaper.http.handle` answers it exactly as under
