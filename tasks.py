@@ -28,3 +28,14 @@ def deploy(c: Context, stage: str = "prod") -> None:
     if not Path(binary).exists():
         c.run("npm ci --no-audit --no-fund", pty=False)
     c.run(f"{binary} deploy --stage {stage}", pty=False, env={"REAPER_PYTHON": sys.executable})
+
+
+@task(help={"delete": "stop the webhook, so that `reaper serve` long-polls again"})
+def telegram_webhook(c: Context, delete: bool = False) -> None:
+    """Register the Telegram webhook for button presses: the same as `reaper telegram-webhook`
+    (`<REAPER_PUBLIC_URL>/telegram/<TELEGRAM_WEBHOOK_SECRET>`, the secret as secret_token)."""
+    from reaper.interfaces.cli import main
+
+    code = main(["telegram-webhook"] + (["--delete"] if delete else []))
+    if code:
+        sys.exit(code)

@@ -1,5 +1,5 @@
-"""Lambda: the HTTP API (/healthz, /ping, /alert, /status, the status page) behind an API
-Gateway HTTP API.
+"""Lambda: the HTTP API (/healthz, /ping, /alert, /status, the status page, /act,
+/telegram) behind an API Gateway HTTP API.
 
 Only an adapter: an HTTP API event (payload format 2.0, which Lambda function URLs use as
 well) becomes a `reaper.http.Request`, `reaper.http.handle` answers it exactly as under

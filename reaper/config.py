@@ -118,9 +118,8 @@ class Settings:
     require_channel: bool = True
     # Stuck starting, scheduling, in error or abandoned this long: named in an alert.
     stuck_after: timedelta | None = timedelta(hours=6)
-    # --- the status page ---
-    # REAPER_PUBLIC_URL: the base URL people reach (the status page, `reaper login-link`):
-    # https, or http on a loopback host; no trailing slash. None: unset.
+    # REAPER_PUBLIC_URL: the base URL people reach (action links in alerts, the status page),
+    # without a trailing slash; None: no link-based actions are offered.
     public_url: str | None = None
 
     @property
@@ -316,15 +315,17 @@ def is_loopback_host(host: str | None) -> bool:
         return False
 
 
-def parse_public_url(text: str, variable: str) -> str:
+def parse_public_url(text: str, variable: str = "REAPER_PUBLIC_URL") -> str:
     """The base URL people reach: https, or http only on a loopback host (a local `serve`:
-    a session cookie over plain http anywhere else could be read on the way). A trailing
-    slash is dropped; a query or fragment has no place in a base URL."""
+    session cookies and one-time action tokens must not cross a network in the clear). A
+    trailing slash is dropped; a query, fragment or user has no place in a base URL."""
     value = parse_url(text, variable)
     parts = urlsplit(value)
     if parts.query or parts.fragment or "?" in value or "#" in value:
         raise ConfigError(variable, f"expected a base URL without ? or #, got {text!r}")
-    if parts.scheme == "http" and not is_loopback_host(parts.hostname):
+    if parts.username or parts.password:
+        raise ConfigError(variable, f"expected a base URL without a user, got {text!r}")
+    if parts.scheme != "https" and not is_loopback_host(parts.hostname):
         raise ConfigError(
             variable, f"expected https://... (http only on 127.0.0.1 or localhost), got {text!r}"
         )

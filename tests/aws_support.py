@@ -59,6 +59,7 @@ CONTRACT_VARIABLES = (
     "HEARTBEAT_REQUIRED",
     "IDLE_ALERT_AFTER",
     "BALANCE_MIN",
+    "REAPER_PUBLIC_URL",
 )
 _names = itertools.count(1)
 _clients: dict[str, Any] = {}

@@ -24,13 +24,17 @@ import pytest
 
 from emulators.clock import FakeClock
 from reaper.core.models import (
+    ActionGrant,
+    ActionRecord,
     AuditRecord,
     Episode,
     Instance,
     KeptInstance,
     Listing,
     Monitor,
+    PhoneAction,
     ReapRun,
+    TerminationRequest,
     WarningRecord,
 )
 from reaper.core.snapshot import AccountSnapshot, Snapshot
@@ -114,6 +118,51 @@ def full_monitor(host: str = "trainer-1") -> Monitor:
     )
 
 
+KEEP_A_DAY = PhoneAction(
+    kind="keep",
+    label="Keep 1 day",
+    targets=("runpod:pod-1",),
+    subject="trainer ✗ <b>&amp; (runpod:pod-1)",
+    duration=timedelta(days=1),
+)
+
+
+def grant(
+    grant_id: str = "g", *, expires_at: datetime = T0 + HOUR, **fields: object
+) -> ActionGrant:
+    return ActionGrant.model_validate(
+        {
+            "id": grant_id,
+            "choices": (KEEP_A_DAY,),
+            "created_at": T0,
+            "expires_at": expires_at,
+            **fields,
+        }
+    )
+
+
+def action_record(at: datetime, *, label: str = "Keep 1 day") -> ActionRecord:
+    return ActionRecord(
+        at=at,
+        kind="keep",
+        label=label,
+        targets=("runpod:pod-1",),
+        subject="trainer (runpod:pod-1)",
+        by="@alice (Telegram user 42)",
+        via="chat button",
+        done=True,
+        result="Kept trainer (runpod:pod-1) until Tue 03 Mar 12:00 UTC by @alice.",
+    )
+
+
+def termination_request(
+    key: str = "runpod:pod-1", *, at: datetime = T0, expires_at: datetime = T0 + HOUR
+) -> TerminationRequest:
+    return TerminationRequest(
+        key=key, requested_at=at, by="action link", mode="enforce", expires_at=expires_at
+    )
+
+
 # Every write of the Store protocol, with harmless arguments: a read-only store refuses each.
 WRITES: dict[str, Callable[[Store], object]] = {
     "start_stopped_clock": lambda s: s.start_stopped_clock("k", T0),
@@ -138,6 +187,13 @@ WRITES: dict[str, Callable[[Store], object]] = {
     "record_snapshot": lambda s: s.record_snapshot(Snapshot(at=T0)),
     "record_login_token": lambda s: s.record_login_token("h", T0 + HOUR),
     "use_login_token": lambda s: s.use_login_token("h", T0),
+    # --- actions from the phone
+    "add_grant": lambda s: s.add_grant(grant()),
+    "use_grant": lambda s: s.use_grant("g", T0),
+    "record_action": lambda s: s.record_action(action_record(T0)),
+    "request_termination": lambda s: s.request_termination(termination_request()),
+    "end_termination_request": lambda s: s.end_termination_request("runpod:pod-1"),
+    "mute_monitor": lambda s: s.mute_monitor("h", T0),
 }
 
 
@@ -722,3 +778,104 @@ class StoreContract:
         for thread in threads:
             thread.join(timeout=30)
         assert sorted(results) == [False] * 7 + [True]
+
+    # --- actions from the phone ------------------------------------------------------------
+    def test_a_grant_round_trips_in_utc(self, store: Store) -> None:
+        terminate = PhoneAction(kind="terminate", label="Terminate now", targets=("vast:7",))
+        stored = grant(
+            "a" * 64,
+            expires_at=(T0 + 2 * HOUR).astimezone(PLUS_TWO),
+            choices=(KEEP_A_DAY, terminate),
+            ask_first=True,
+            parent="b" * 64,
+        )
+        store.add_grant(stored)
+        found = store.get_grant("a" * 64)
+        assert found == stored.model_copy(update={"expires_at": T0 + 2 * HOUR})
+        assert found is not None
+        assert_utc(found.created_at)
+        assert_utc(found.expires_at)
+        assert found.used_at is None
+        assert store.get_grant("b" * 64) is None
+
+    def test_a_grant_is_used_once(self, store: Store) -> None:
+        store.add_grant(grant("g"))
+        assert store.use_grant("g", T0 + MINUTE) is True
+        assert store.use_grant("g", T0 + 2 * MINUTE) is False
+        found = store.get_grant("g")
+        assert found is not None and found.used_at == T0 + MINUTE
+        assert_utc(found.used_at)
+
+    def test_an_expired_or_unknown_grant_is_never_used(self, store: Store) -> None:
+        store.add_grant(grant("g", expires_at=T0 + HOUR))
+        assert store.use_grant("g", T0 + HOUR) is False, "at its expiry it is expired"
+        assert store.use_grant("nobody", T0) is False
+        found = store.get_grant("g")
+        assert found is not None and found.used_at is None
+        assert store.use_grant("g", T0 + HOUR - SECOND) is True
+
+    def test_of_concurrent_uses_exactly_one_wins(self, store: Store) -> None:
+        import threading
+
+        store.add_grant(grant("g"))
+        results: list[bool] = []
+        lock = threading.Lock()
+        start = threading.Barrier(8)
+
+        def press() -> None:
+            start.wait()
+            won = store.use_grant("g", T0 + MINUTE)
+            with lock:
+                results.append(won)
+
+        threads = [threading.Thread(target=press) for _ in range(8)]
+        for thread in threads:
+            thread.start()
+        for thread in threads:
+            thread.join()
+        assert sorted(results) == [False] * 7 + [True]
+
+    def test_actions_are_kept_oldest_first(self, store: Store) -> None:
+        store.record_action(action_record(T0 + HOUR, label="second"))
+        store.record_action(action_record(T0, label="first"))
+        store.record_action(action_record(T0 + HOUR, label="third"))
+        assert [a.label for a in store.action_log()] == ["first", "second", "third"]
+        assert [a.label for a in store.action_log(since=T0 + HOUR)] == ["second", "third"]
+        [first, *_] = store.action_log()
+        assert first == action_record(T0, label="first")
+        assert_utc(first.at)
+
+    def test_termination_requests_until_they_expire_or_end(self, store: Store) -> None:
+        store.request_termination(termination_request("vast:9", expires_at=T0 + 2 * HOUR))
+        store.request_termination(termination_request("runpod:pod-1", expires_at=T0 + HOUR))
+        assert [r.key for r in store.termination_requests(T0)] == ["runpod:pod-1", "vast:9"]
+        assert [r.key for r in store.termination_requests(T0 + HOUR)] == ["vast:9"]
+        [request] = store.termination_requests(T0 + HOUR)
+        assert request == termination_request("vast:9", expires_at=T0 + 2 * HOUR)
+        assert_utc(request.requested_at)
+        store.end_termination_request("vast:9")
+        store.end_termination_request("never-asked")
+        assert store.termination_requests(T0) == [
+            termination_request("runpod:pod-1", expires_at=T0 + HOUR)
+        ]
+
+    def test_a_newer_request_replaces_the_older(self, store: Store) -> None:
+        store.request_termination(termination_request(at=T0, expires_at=T0 + HOUR))
+        store.request_termination(termination_request(at=T0 + MINUTE, expires_at=T0 + 2 * HOUR))
+        [request] = store.termination_requests(T0 + 90 * MINUTE)
+        assert request.requested_at == T0 + MINUTE
+
+    # --- monitor mutes ---------------------------------------------------------------------
+    def test_mute_sets_only_the_mute(self, store: Store) -> None:
+        store.put_monitor(full_monitor("trainer-1"))
+        assert store.mute_monitor("trainer-1", (T0 + HOUR).astimezone(PLUS_TWO)) is True
+        muted = store.get_monitor("trainer-1")
+        assert muted == full_monitor("trainer-1").model_copy(update={"muted_until": T0 + HOUR})
+        assert muted is not None
+        assert_utc(muted.muted_until)
+        assert store.mute_monitor("trainer-1", None) is True
+        assert store.get_monitor("trainer-1") == full_monitor("trainer-1")
+
+    def test_mute_of_an_unknown_monitor_is_false(self, store: Store) -> None:
+        assert store.mute_monitor("nobody", T0 + HOUR) is False
+        assert store.get_monitor("nobody") is None

@@ -22,7 +22,7 @@ def test_the_admin_key_reads_monitors_and_the_last_reap(tmp_path: Path) -> None:
         response = app.http.get("/status", headers={"Authorization": f"Bearer {ADMIN}"})
     assert response.status_code == 200
     data = response.json()
-    assert {"at", "counts", "monitors", "reaping", "last_reap", "fleet"} <= set(data)
+    assert {"at", "counts", "monitors", "reaping", "last_reap", "fleet", "actions"} <= set(data)
     # The status page's data by name (README: GET /status).
     assert {"running", "stopped", "balances", "terminations", "snapshots", "listed_at"} <= set(data)
     [monitor] = data["monitors"]

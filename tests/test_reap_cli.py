@@ -95,7 +95,8 @@ def test_keep_then_audit(tmp_path: Path) -> None:
         actions = json.loads(result.stdout)["actions"]
         assert [(a["id"], a["action"]) for a in actions] == [(pod, "protect")]
         audit = cli(w, "audit", "--json")
-        assert audit.returncode == 0 and json.loads(audit.stdout) == {"terminations": []}
+        assert audit.returncode == 0
+        assert json.loads(audit.stdout) == {"terminations": [], "actions": []}
 
 
 def test_keep_rejects_a_bad_target_with_one_line_and_exit_2(tmp_path: Path) -> None:

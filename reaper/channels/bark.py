@@ -20,7 +20,7 @@ from dataclasses import dataclass, field
 from typing import Any
 from urllib.parse import unquote, urlsplit, urlunsplit
 
-from reaper.channels.base import Channel, ChannelPlugin, ChannelRequest, Verdict
+from reaper.channels.base import ActionSlots, Channel, ChannelPlugin, ChannelRequest, Verdict
 from reaper.config import ChannelSettings, ConfigError, Env, SettingsReader, parse_url
 from reaper.core.models import Alert, AlertLevel
 
@@ -97,8 +97,9 @@ class BarkChannel:
             "group": GROUP,
             "level": LEVELS[alert.level],
         }
-        if alert.url and len(alert.url) <= URL_MAX:
-            body["url"] = alert.url
+        url = alert.menu or alert.url
+        if url and len(url) <= URL_MAX:
+            body["url"] = url
         if alert.dedup_key:
             body["id"] = collapse_id(alert.dedup_key)
         body["title"] = fit(" ".join(alert.title.strip().splitlines()), TITLE_BUDGET)
@@ -159,4 +160,5 @@ PLUGIN = ChannelPlugin(
     build=build,
     # A push notification: APNs' 4 KB, less the rest of the payload.
     body_budget=3000,
+    actions=ActionSlots(menu=True),
 )

@@ -81,6 +81,17 @@ class Channel(Protocol):
 
 
 @dataclass(frozen=True)
+class ActionSlots:
+    """How a channel offers an alert's actions (what the pass arms for it): `buttons` in-chat
+    buttons answered by the bot itself; `links` per-action links to the action page; `menu`:
+    one link to a page offering every action (a channel with a single tap)."""
+
+    buttons: int = 0
+    links: int = 0
+    menu: bool = False
+
+
+@dataclass(frozen=True)
 class ChannelPlugin:
     """What the rest of reaper may know of one channel: its name, and how to build it from its
     settings (`build(settings) -> Channel`)."""
@@ -90,6 +101,8 @@ class ChannelPlugin:
     build: Callable[[ChannelSettings], Channel]
     # Bytes of body one message can carry whole (what a folded list may fill).
     body_budget: int = 3000
+    # How it offers actions from the phone; none by default.
+    actions: ActionSlots = field(default_factory=ActionSlots)
 
 
 class Notifier(Protocol):

@@ -9,6 +9,12 @@ secret: never in a detail, a log line or a URL.
 
 Levels map to ntfy priorities (info 3 "default", warning 4 "high", critical 5 "max"). ntfy
 turns a message over 4,096 bytes into an attachment, so the body is cut (with a marker) to fit.
+
+An alert's armed actions become ntfy action buttons (at most 3, ntfy's limit), pointing at the
+action page `<REAPER_PUBLIC_URL>/act/<token>`: keep and mute as `http` actions (the app POSTs,
+the notification clears once it succeeded), "terminate now" as a `view` action opening the page,
+which says what will happen and asks for the press that does it; `open` as a `view` action.
+Without REAPER_PUBLIC_URL no action has a link, and the notification carries none.
 """
 
 from __future__ import annotations
@@ -18,9 +24,9 @@ from dataclasses import dataclass, field
 from typing import Any
 from urllib.parse import unquote, urlsplit, urlunsplit
 
-from reaper.channels.base import Channel, ChannelPlugin, ChannelRequest, Verdict
+from reaper.channels.base import ActionSlots, Channel, ChannelPlugin, ChannelRequest, Verdict
 from reaper.config import ChannelSettings, ConfigError, Env, SettingsReader, parse_url
-from reaper.core.models import Alert, AlertLevel
+from reaper.core.models import Alert, AlertLevel, PhoneAction
 
 PRIORITIES: dict[AlertLevel, int] = {"info": 3, "warning": 4, "critical": 5}
 TAGS: dict[AlertLevel, str] = {
@@ -32,6 +38,30 @@ TAGS: dict[AlertLevel, str] = {
 MESSAGE_BUDGET = 4000
 TITLE_BUDGET = 250
 CUT = "… [cut]"
+# ntfy refuses a message with more action buttons than this.
+MAX_ACTIONS = 3
+
+
+def ntfy_actions(actions: tuple[PhoneAction, ...]) -> list[dict[str, Any]]:
+    """The armed actions as ntfy's JSON `actions` (see the module docstring)."""
+    out: list[dict[str, Any]] = []
+    for action in actions:
+        if action.kind == "open":
+            if action.url:
+                out.append({"action": "view", "label": action.label, "url": action.url})
+        elif action.link and action.kind == "terminate":
+            out.append({"action": "view", "label": f"{action.label}…", "url": action.link})
+        elif action.link:
+            out.append(
+                {
+                    "action": "http",
+                    "label": action.label,
+                    "url": action.link,
+                    "method": "POST",
+                    "clear": True,
+                }
+            )
+    return out[:MAX_ACTIONS]
 
 
 def fit(text: str, budget: int) -> str:
@@ -83,6 +113,9 @@ class NtfyChannel:
         }
         if alert.url:
             body["click"] = alert.url
+        actions = ntfy_actions(alert.actions)
+        if actions:
+            body["actions"] = actions
         return [ChannelRequest(self.server, body, auth_header(self.token))]
 
     def classify(self, status: int, payload: Any) -> Verdict:
@@ -138,4 +171,5 @@ PLUGIN = ChannelPlugin(
     build=build,
     # ntfy's 4,096-byte message limit, less the title.
     body_budget=3800,
+    actions=ActionSlots(links=MAX_ACTIONS),
 )

@@ -21,9 +21,9 @@ import re
 from dataclasses import dataclass, field
 from typing import Any
 
-from reaper.channels.base import Channel, ChannelPlugin, ChannelRequest, Verdict
+from reaper.channels.base import ActionSlots, Channel, ChannelPlugin, ChannelRequest, Verdict
 from reaper.config import ChannelSettings, ConfigError, Env, SettingsReader, parse_url
-from reaper.core.models import Alert, AlertLevel
+from reaper.core.models import Alert, AlertLevel, PhoneAction
 
 MESSAGE_LIMIT = 4096
 MAX_PARTS = 5
@@ -119,6 +119,39 @@ def render_parts(alert: Alert) -> list[str]:
 
 
 _NUMERIC_CHAT = re.compile(r"-?\d+")
+# Buttons one alert's keyboard carries at most (Telegram allows 100; a phone shows far fewer).
+MAX_BUTTONS = 24
+BUTTONS_PER_ROW = 2
+
+
+def keyboard(actions: tuple[PhoneAction, ...]) -> list[list[dict[str, str]]]:
+    """The inline keyboard of an alert's armed actions (see the module docstring)."""
+    rows: list[list[dict[str, str]]] = []
+    subject: tuple[str, ...] | None = None
+    count = 0
+    for action in actions:
+        if action.kind == "open":
+            if not (action.url and action.url.startswith("https://")):
+                continue
+            button = {"text": action.label, "url": action.url}
+        elif action.callback:
+            button = {"text": action.label, "callback_data": action.callback}
+        else:
+            continue
+        if count == MAX_BUTTONS:
+            break
+        count += 1
+        if rows and action.targets == subject and len(rows[-1]) < BUTTONS_PER_ROW:
+            rows[-1].append(button)
+        else:
+            rows.append([button])
+            subject = action.targets
+    return rows
+
+
+def chat_value(chat_id: str) -> int | str:
+    """The chat as the Bot API takes it: a number, or an @channelname."""
+    return int(chat_id) if _NUMERIC_CHAT.fullmatch(chat_id) else chat_id
 
 
 @dataclass(frozen=True)
@@ -134,21 +167,21 @@ class TelegramChannel:
 
     def requests(self, alert: Alert) -> list[ChannelRequest]:
         url = f"{self.api_url.rstrip('/')}/bot{self.token}/sendMessage"
-        chat: int | str = (
-            int(self.chat_id) if _NUMERIC_CHAT.fullmatch(self.chat_id) else self.chat_id
-        )
-        return [
-            ChannelRequest(
-                url,
-                {
-                    "chat_id": chat,
-                    "text": part,
-                    "parse_mode": "HTML",
-                    "disable_web_page_preview": True,
-                },
-            )
-            for part in render_parts(alert)
-        ]
+        chat = chat_value(self.chat_id)
+        parts = render_parts(alert)
+        buttons = keyboard(alert.actions)
+        requests = []
+        for number, part in enumerate(parts, start=1):
+            body: dict[str, Any] = {
+                "chat_id": chat,
+                "text": part,
+                "parse_mode": "HTML",
+                "disable_web_page_preview": True,
+            }
+            if buttons and number == len(parts):
+                body["reply_markup"] = {"inline_keyboard": buttons}
+            requests.append(ChannelRequest(url, body))
+        return requests
 
     def classify(self, status: int, payload: Any) -> Verdict:
         answer: dict[str, Any] = payload if isinstance(payload, dict) else {}
@@ -181,9 +214,11 @@ class TelegramSettings(ChannelSettings):
     token: str = field(default="", repr=False)
     chat_id: str = ""
     api_url: str = "https://api.telegram.org"
+    # TELEGRAM_WEBHOOK_SECRET: presses arrive at POST /telegram/<secret> (None: long polling).
+    webhook_secret: str | None = field(default=None, repr=False)
 
     def secrets(self) -> list[str]:
-        return [self.token]
+        return [self.token] + ([self.webhook_secret] if self.webhook_secret else [])
 
 
 def read_settings(env: Env) -> TelegramSettings | None:
@@ -191,6 +226,18 @@ def read_settings(env: Env) -> TelegramSettings | None:
     api_url = env.get("TELEGRAM_API_URL")
     url = "https://api.telegram.org" if api_url is None else parse_url(api_url, "TELEGRAM_API_URL")
     token, chat = env.get("TELEGRAM_BOT_TOKEN"), env.get("TELEGRAM_CHAT_ID")
+    secret = env.get("TELEGRAM_WEBHOOK_SECRET")
+    if secret is not None:
+        secret = secret.strip()
+        if not re.fullmatch(r"[A-Za-z0-9_-]{1,256}", secret):
+            # Never echoed: it is a secret.
+            raise ConfigError(
+                "TELEGRAM_WEBHOOK_SECRET", "expected 1-256 of A-Z a-z 0-9 _ - (Telegram's rule)"
+            )
+        if not token or not chat:
+            raise ConfigError(
+                "TELEGRAM_WEBHOOK_SECRET", "needs TELEGRAM_BOT_TOKEN and TELEGRAM_CHAT_ID"
+            )
     if token and not chat:
         raise ConfigError("TELEGRAM_CHAT_ID", "required when TELEGRAM_BOT_TOKEN is set")
     if chat and not token:
@@ -201,7 +248,9 @@ def read_settings(env: Env) -> TelegramSettings | None:
         raise ConfigError("TELEGRAM_BOT_TOKEN", "expected a bot token like 123456:ABC-DEF...")
     if not re.fullmatch(r"-?\d+|@[A-Za-z0-9_]{5,}", chat.strip()):
         raise ConfigError("TELEGRAM_CHAT_ID", "expected a numeric chat id or @channelname")
-    return TelegramSettings(token=token.strip(), chat_id=chat.strip(), api_url=url)
+    return TelegramSettings(
+        token=token.strip(), chat_id=chat.strip(), api_url=url, webhook_secret=secret
+    )
 
 
 def build(settings: ChannelSettings) -> Channel:
@@ -211,9 +260,14 @@ def build(settings: ChannelSettings) -> Channel:
 
 SETTINGS = SettingsReader(
     channel_variables="TELEGRAM_BOT_TOKEN and TELEGRAM_CHAT_ID",
-    variables=("TELEGRAM_BOT_TOKEN", "TELEGRAM_CHAT_ID", "TELEGRAM_API_URL"),
+    variables=(
+        "TELEGRAM_BOT_TOKEN",
+        "TELEGRAM_CHAT_ID",
+        "TELEGRAM_API_URL",
+        "TELEGRAM_WEBHOOK_SECRET",
+    ),
     # The chat id goes with its token (kept in SSM beside it), but is no secret.
-    secret_variables=("TELEGRAM_BOT_TOKEN", "TELEGRAM_CHAT_ID"),
+    secret_variables=("TELEGRAM_BOT_TOKEN", "TELEGRAM_CHAT_ID", "TELEGRAM_WEBHOOK_SECRET"),
     read=read_settings,
 )
 PLUGIN = ChannelPlugin(
@@ -222,4 +276,5 @@ PLUGIN = ChannelPlugin(
     build=build,
     # Five parts of 4,096 characters, with room for the title and escaping.
     body_budget=18000,
+    actions=ActionSlots(buttons=MAX_BUTTONS),
 )

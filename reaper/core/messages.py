@@ -17,8 +17,8 @@ import hashlib
 from datetime import datetime, timedelta
 
 from reaper.core.leaks import IDLE_UTIL_PERCENT, Finding, leak_bills
-from reaper.core.models import Alert, AlertLevel, Instance
-from reaper.core.units import HOURS_PER_MONTH, humanize, money, utc
+from reaper.core.models import Alert, AlertLevel, Instance, PhoneAction
+from reaper.core.units import HOURS_PER_MONTH, humanize, money, utc, weekday_time
 
 _NAME_MAX = 60
 _MESSAGE_MAX = 300
@@ -99,6 +99,7 @@ def termination_warning(
         event="termination_warning",
         dedup_key=f"termination_warning:{inst.key}",
         url=inst.console_url,
+        actions=warning_actions(inst, observe=observe),
     )
 
 
@@ -164,6 +165,7 @@ def fold_warnings(
         for inst, at in ordered
     ]
     deadline = {inst.key: at for inst, at in items}
+    by_key = {inst.key: inst for inst, _at in items}
     chunks = _chunks(entries, how, budget)
     folded = []
     for number, (keys, body) in enumerate(chunks, start=1):
@@ -176,6 +178,7 @@ def fold_warnings(
             event="termination_warning",
             # Its own per pass and part: a fold never replaces another on the phone.
             dedup_key=f"termination_warnings:{now.isoformat()}:{number}",
+            actions=fold_actions([by_key[k] for k in keys], observe=observe),
         )
         folded.append((keys, alert))
     return folded
@@ -293,6 +296,7 @@ def monitor_down(host: str, last_ping_at: datetime | None, now: datetime) -> Ale
         level="warning",
         event="monitor_down",
         dedup_key=f"monitor_down:{host}",
+        actions=watchdog_actions(host),
     )
 
 
@@ -307,6 +311,7 @@ def monitor_still_down(host: str, down_since: datetime, now: datetime) -> Alert:
         event="monitor_still_down",
         # A reminder is a repeat of the down alert: it replaces it on the phone.
         dedup_key=f"monitor_down:{host}",
+        actions=watchdog_actions(host),
     )
 
 
@@ -347,6 +352,7 @@ def watchdog_silent_billing(host: str, inst: Instance, last_ping_at: datetime | 
         event="watchdog_silent_billing",
         dedup_key=f"watchdog_silent_billing:{inst.key}",
         url=inst.console_url,
+        actions=watchdog_actions(host),
     )
 
 
@@ -601,3 +607,177 @@ def fold_heartbeat(alerts: list[Alert], limit: int) -> list[Alert]:
         event="heartbeat_summary",
     )
     return [*alerts[: limit - 1], summary]
+
+
+# --- actions from the phone ---------------------------------------------------------------
+# The buttons an alert offers and the one-line answers a press or an action link gets. Every
+# action is carried out (or refused) by the same checks as the command line; these only choose
+# the words.
+
+KEEP_SHORT = timedelta(days=1)
+KEEP_LONG = timedelta(weeks=1)
+MUTE_FOR = timedelta(days=1)
+# A folded warning offers "keep all" and actions of their own to this many of its instances
+# (a channel shows fewer when it has fewer slots).
+FOLD_ACTION_INSTANCES = 10
+_BUTTON_NAME_MAX = 20
+
+
+def warning_actions(inst: Instance, *, observe: bool = False) -> tuple[PhoneAction, ...]:
+    """Keep 1 day, keep 1 week, terminate now. Observe mode offers no "terminate now": it
+    would terminate nothing."""
+    subject = label(inst)
+    actions = [
+        PhoneAction(
+            kind="keep",
+            label="Keep 1 day",
+            targets=(inst.key,),
+            subject=subject,
+            duration=KEEP_SHORT,
+        ),
+        PhoneAction(
+            kind="keep",
+            label="Keep 1 week",
+            targets=(inst.key,),
+            subject=subject,
+            duration=KEEP_LONG,
+        ),
+    ]
+    if not observe:
+        actions.append(
+            PhoneAction(
+                kind="terminate", label="Terminate now", targets=(inst.key,), subject=subject
+            )
+        )
+    return tuple(actions)
+
+
+def fold_actions(instances: list[Instance], *, observe: bool = False) -> tuple[PhoneAction, ...]:
+    """A folded warning: "keep all 1 day", then keep 1 day and terminate now for each of the
+    first FOLD_ACTION_INSTANCES instances (earliest deadline first, as listed)."""
+    everyone = PhoneAction(
+        kind="keep",
+        label="Keep all 1 day",
+        targets=tuple(i.key for i in instances),
+        subject=f"{len(instances)} stopped instances",
+        duration=KEEP_SHORT,
+    )
+    actions = [everyone]
+    for inst in instances[:FOLD_ACTION_INSTANCES]:
+        short = _short(inst.name or inst.id, _BUTTON_NAME_MAX)
+        subject = label(inst)
+        actions.append(
+            PhoneAction(
+                kind="keep",
+                label=f"Keep {short} 1 day",
+                targets=(inst.key,),
+                subject=subject,
+                duration=KEEP_SHORT,
+            )
+        )
+        if not observe:
+            actions.append(
+                PhoneAction(
+                    kind="terminate",
+                    label=f"Terminate {short}",
+                    targets=(inst.key,),
+                    subject=subject,
+                )
+            )
+    return tuple(actions)
+
+
+def watchdog_actions(host: str) -> tuple[PhoneAction, ...]:
+    """Mute 1 day, open the status page (its address is filled in where one is configured)."""
+    return (
+        PhoneAction(
+            kind="mute",
+            label="Mute 1 day",
+            targets=(host,),
+            subject=f"monitor {host}",
+            duration=MUTE_FOR,
+        ),
+        PhoneAction(kind="open", label="Status page", subject="the status page"),
+    )
+
+
+def action_kept(subject: str, until: datetime, by: str) -> str:
+    return f"Kept {subject} until {weekday_time(until)} by {by}."
+
+
+def action_already_kept(subject: str, until: datetime | None) -> str:
+    when = weekday_time(until) if until is not None else "further notice"
+    return f"{subject} was already kept until {when}: nothing changed."
+
+
+def action_muted(subject: str, until: datetime, by: str) -> str:
+    return f"Muted {subject} until {weekday_time(until)} by {by}."
+
+
+def action_no_monitor(host: str) -> str:
+    return f"Not muted: there is no monitor {host} (deleted meanwhile?)."
+
+
+def action_terminated(subject: str, by: str) -> str:
+    return f"Terminated {subject}, as {by} asked; confirmed gone by a new listing."
+
+
+def action_terminate_unconfirmed(subject: str, by: str) -> str:
+    return (
+        f"Delete sent for {subject}, as {by} asked, but a new listing still shows it: the next"
+        " pass checks again."
+    )
+
+
+def action_not_terminated(subject: str, why: str) -> str:
+    return f"Not terminated {subject}: {why}."
+
+
+def action_terminate_later(subject: str, why: str) -> str:
+    return (
+        f"Terminate {subject}: not done yet ({why}); the next pass tries again if it is still"
+        " stopped."
+    )
+
+
+def action_confirm_prompt(subject: str, minutes: int) -> str:
+    return f"Press “Yes, terminate” within {minutes} min to terminate {subject} now."
+
+
+def action_confirm_label(subject: str) -> str:
+    return f"⚠️ Yes, terminate {_short(subject, 40)}"
+
+
+def action_describe(action: PhoneAction, now: datetime) -> str:
+    """What pressing it does, in a sentence: for the action page."""
+    if action.kind == "keep" and action.duration is not None:
+        return (
+            f"Keeps {action.subject} from being terminated until"
+            f" {weekday_time(now + action.duration)} ({humanize(action.duration)} from now), the"
+            " record `reaper keep` writes."
+        )
+    if action.kind == "mute" and action.duration is not None:
+        return (
+            f"Silences the alerts of {action.subject} until {weekday_time(now + action.duration)}"
+            f" ({humanize(action.duration)} from now); its state is still tracked."
+        )
+    if action.kind == "terminate":
+        return (
+            f"Asks the reaper to terminate {action.subject} now. It reads the instance from the"
+            " provider again first and terminates it only if it is still stopped, unprotected,"
+            " not locked and not kept; what a termination destroys cannot be brought back."
+        )
+    return f"Opens {action.subject}."
+
+
+ACTION_CHECKING = "Checking it with the provider, then terminating…"
+REFUSED_UNKNOWN = "This action is unknown, used or expired."
+REFUSED_CHAT = "Refused: this press did not come from the configured chat."
+
+
+def refused_used(at: datetime) -> str:
+    return f"Already used ({weekday_time(at)}): nothing done."
+
+
+def refused_expired(at: datetime) -> str:
+    return f"Expired at {weekday_time(at)} (actions last 24 h): nothing done."

@@ -8,7 +8,7 @@ only these values, never a client or a database.
 
 from __future__ import annotations
 
-from datetime import datetime
+from datetime import datetime, timedelta
 from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field
@@ -146,6 +146,9 @@ class History(BaseModel):
     stretch_started: dict[str, datetime] = Field(default_factory=dict)
     warnings: dict[str, WarningRecord] = Field(default_factory=dict)
     kept: dict[str, KeptInstance] = Field(default_factory=dict)
+    # "Terminate now" asked from the phone, by instance key (filled by the pass from the
+    # store's open requests; a request counts only in the stretch and the mode it was made in).
+    requests: dict[str, TerminationRequest] = Field(default_factory=dict)
 
 
 class Decision(BaseModel):
@@ -258,6 +261,96 @@ class Monitor(BaseModel):
     # When a complete listing first failed to show this provider host's instance: it retires as
     # gone only when a second complete listing, a watch period later, misses it too.
     absent_since: datetime | None = None
+    # Muted (from the phone, or by `mute_monitor`) until then: the watch pass sends none of its
+    # alerts meanwhile. None: not muted.
+    muted_until: datetime | None = None
+
+
+# --- actions from the phone ---------------------------------------------------------------
+
+PhoneActionKind = Literal["keep", "terminate", "mute", "open"]
+
+
+class PhoneAction(BaseModel):
+    """One thing an alert lets its reader do from the phone.
+
+    `keep`: spare `targets` (instance keys) for `duration`, the record `reaper keep` writes;
+    `terminate`: ask for the termination of the one target now, which the reap pass's own
+    checks carry out or refuse; `mute`: silence the monitor `targets[0]` for `duration`;
+    `open`: a link to look at (`url`), which changes nothing. `label` is the button's text,
+    `subject` what it acts on, as a person reads it. `callback` and `link` are set when the
+    action is armed: the opaque data of an in-chat button and the URL of its action page.
+    """
+
+    model_config = ConfigDict(frozen=True, defer_build=True)
+
+    kind: PhoneActionKind
+    label: str
+    targets: tuple[str, ...] = ()
+    subject: str = ""
+    duration: timedelta | None = None
+    url: str | None = None
+    callback: str | None = None
+    link: str | None = None
+
+    def bare(self) -> PhoneAction:
+        """The action without its handles: what a grant stores."""
+        return self.model_copy(update={"callback": None, "link": None})
+
+
+class ActionGrant(BaseModel):
+    """A stored one-time handle on actions: what a button's data or an action link maps to.
+
+    `id` is the SHA-256 of the random token (the token itself is never stored, so a copy of the
+    store cannot act). `choices`: what it may do (one action; a page offering all of an alert's
+    actions holds several: whichever is chosen uses it). Single use, until `expires_at`.
+    `ask_first`: an in-chat button that asks for a second press before it acts; `parent`: the
+    grant such a second press confirms, used up with it.
+    """
+
+    model_config = ConfigDict(frozen=True, defer_build=True)
+
+    id: str
+    choices: tuple[PhoneAction, ...]
+    created_at: datetime
+    expires_at: datetime
+    used_at: datetime | None = None
+    ask_first: bool = False
+    parent: str | None = None
+
+
+class ActionRecord(BaseModel):
+    """An action taken from the phone, for `reaper audit` and `status`: what was asked, by
+    whom, through what, when, and what happened."""
+
+    model_config = ConfigDict(frozen=True, defer_build=True)
+
+    at: datetime
+    kind: PhoneActionKind
+    label: str
+    targets: tuple[str, ...]
+    subject: str = ""
+    # Who asked: a chat user ("@name (… user 42)") or "action link".
+    by: str
+    # How it arrived: "chat button" or "action link".
+    via: str
+    done: bool
+    # One line: what happened ("kept until …", "not terminated: it is running").
+    result: str
+
+
+class TerminationRequest(BaseModel):
+    """A "terminate now" from the phone, waiting for a pass to carry it out with every check of
+    a reap pass. It counts only in the stopped stretch it was asked in (asked at or after the
+    stretch began), in the mode it was asked in, and until `expires_at`."""
+
+    model_config = ConfigDict(frozen=True, defer_build=True)
+
+    key: str
+    requested_at: datetime
+    by: str
+    mode: Literal["enforce", "observe"]
+    expires_at: datetime
 
 
 class Alert(BaseModel):
@@ -273,6 +366,14 @@ class Alert(BaseModel):
     url: str | None = None
     # The event name for logs and grouping, e.g. "termination_warning".
     event: str = "alert"
+    # What the reader can do about it from the phone (keep, mute, terminate now, open the status
+    # page), in the order offered; each channel renders them its own way (buttons, action links,
+    # a tap-to-open link) and up to its own limit. The pass that sends the alert arms them first
+    # (gives each a stored one-time handle); an unarmed action is offered by no channel.
+    actions: tuple[PhoneAction, ...] = ()
+    # Armed: the link of one page offering every action of the alert, for a channel that has
+    # only one tap (None: no such page, e.g. without REAPER_PUBLIC_URL).
+    menu: str | None = None
 
 
 class Delivery(BaseModel):

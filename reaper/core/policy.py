@@ -20,10 +20,14 @@ The rules, in the order they are applied to each instance:
    licenses a termination → `warn`. A warning licenses only when it was sent in the same mode
    (an observe warning said "would be terminated") and reached a person (or
    REAPER_REQUIRE_CHANNEL=false).
-5. Due → `terminate`, but only after a licensing warning delivered in an earlier pass of the
+5. Asked from the phone ("terminate now", a request of this stretch and mode) → `terminate`
+   without waiting for the deadline: the person who asked read the warning. Everything else
+   still holds (stopped, unprotected, not kept, cluster members and observe mode `hold`, the
+   cap counts it, and the fresh reading right before the delete is asked again).
+6. Due → `terminate`, but only after a licensing warning delivered in an earlier pass of the
    same stretch, and never sooner than REAPER_WARN_BEFORE after its delivery. Cluster members,
    observe mode and a warning nobody could hear → `hold`.
-6. More terminations due than the cap (over all accounts) → every one of them `hold`.
+7. More terminations due than the cap (over all accounts) → every one of them `hold`.
 """
 
 from __future__ import annotations
@@ -35,7 +39,15 @@ from typing import Literal
 from pydantic import BaseModel, ConfigDict
 
 from reaper.config import Settings
-from reaper.core.models import ClockChange, Decision, History, Instance, Plan, WarningRecord
+from reaper.core.models import (
+    ClockChange,
+    Decision,
+    History,
+    Instance,
+    Plan,
+    TerminationRequest,
+    WarningRecord,
+)
 from reaper.core.units import humanize, iso
 
 # States that mean "it runs again": only these reset the stopped clock.
@@ -84,6 +96,44 @@ def licenses(warning: WarningRecord | None, settings: Settings) -> bool:
     if warning is None or warning.mode != settings.mode:
         return False
     return warning.heard or not settings.require_channel
+
+
+def stretch_request(
+    inst_key: str, stopped_since: datetime, history: History, now: datetime, settings: Settings
+) -> TerminationRequest | None:
+    """The "terminate now" asked in this stretch and mode that has not expired, or None. A
+    request from before a restart, from the other mode, or past its expiry asks nothing."""
+    request = history.requests.get(inst_key)
+    if request is None or request.requested_at < stopped_since or request.mode != settings.mode:
+        return None
+    return request if now < request.expires_at else None
+
+
+def _requested(
+    inst: Instance, request: TerminationRequest, stopped_for: str, settings: Settings
+) -> Decision:
+    asked = f"terminate now asked by {request.by} at {iso(request.requested_at)}"
+    if inst.cluster_id is not None:
+        return Decision(
+            instance=inst,
+            action="hold",
+            reason=f"{asked}, but a member of cluster {inst.cluster_id!r}: the pod endpoints "
+            "cannot delete it; delete its cluster instead",
+            due_at=request.requested_at,
+        )
+    if settings.mode == "observe":
+        return Decision(
+            instance=inst,
+            action="hold",
+            reason=f"observe mode: would terminate ({asked}; stopped for {stopped_for})",
+            due_at=request.requested_at,
+        )
+    return Decision(
+        instance=inst,
+        action="terminate",
+        reason=f"{asked} (stopped for {stopped_for})",
+        due_at=request.requested_at,
+    )
 
 
 def future_start(inst: Instance, now: datetime) -> bool:
@@ -139,6 +189,10 @@ def _decide_stopped(
     reason = protection_reason(inst, history, now, settings.protect_marker)
     if reason is not None:
         return Decision(instance=inst, action="protect", reason=reason, due_at=due_at)
+
+    request = stretch_request(inst.key, inst.stopped_since, history, now, settings)
+    if request is not None:
+        return _requested(inst, request, stopped_for, settings)
 
     warning = stretch_warning(inst.key, inst.stopped_since, history)
     if not licenses(warning, settings):
@@ -368,5 +422,6 @@ __all__ = [
     "outlook",
     "protection_reason",
     "recheck",
+    "stretch_request",
     "stretch_warning",
 ]

@@ -88,6 +88,13 @@ def build_parser() -> argparse.ArgumentParser:
     report.add_argument("--json", action="store_true")
 
     commands.add_parser("test-alert", help="one message through every configured channel")
+
+    webhook = commands.add_parser(
+        "telegram-webhook", help="have Telegram POST button presses to REAPER_PUBLIC_URL"
+    )
+    webhook.add_argument(
+        "--delete", action="store_true", help="stop the webhook: `serve` long-polls again"
+    )
     commands.add_parser("demo", help="the whole loop against built-in emulated providers")
     commands.add_parser(
         "login-link", help="a one-time sign-in link to the status page (for the phone)"
@@ -161,6 +168,12 @@ def _run_test_alert(args: argparse.Namespace, settings: Settings) -> int:
     return test_alert_command(settings)
 
 
+def _run_telegram_webhook(args: argparse.Namespace, settings: Settings) -> int:
+    from reaper.interfaces.commands import telegram_webhook_command
+
+    return telegram_webhook_command(settings, delete=args.delete)
+
+
 def _run_demo(args: argparse.Namespace, settings: Settings) -> int:
     from reaper.interfaces.demo import demo_command
 
@@ -185,6 +198,7 @@ _COMMANDS: dict[str, Callable[[argparse.Namespace, Settings], int]] = {
     "test-alert": _run_test_alert,
     "demo": _run_demo,
     "login-link": _run_login_link,
+    "telegram-webhook": _run_telegram_webhook,
 }
 
 

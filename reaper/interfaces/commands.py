@@ -132,12 +132,13 @@ def audit_command(settings: Settings, *, json_output: bool) -> int:
     store = open_store(settings.state, read_only=True)
     try:
         records = store.audit_log()
+        actions = store.action_log()
     finally:
         store.close()
     if json_output:
-        print(json.dumps(views.audit_json(records), ensure_ascii=False))
+        print(json.dumps(views.audit_json(records, actions), ensure_ascii=False))
     else:
-        print(views.audit_table(records))
+        print(views.audit_table(records, actions))
     return EXIT_OK
 
 
@@ -146,9 +147,16 @@ def status_command(settings: Settings, json_output: bool) -> int:
     from reaper.store import open_store
 
     store = open_store(settings.state, read_only=True)
+    now = SystemClock().now()
     try:
+        actions = views.recent_actions(store.action_log(since=now - views.RECENT_ACTIONS))
         data = views.status_json(
-            settings, store.list_monitors(), store.last_reap(), store.history(), SystemClock().now()
+            settings,
+            store.list_monitors(),
+            store.last_reap(),
+            store.history(),
+            now,
+            actions=actions,
         )
     finally:
         store.close()
@@ -261,4 +269,42 @@ def login_link_command(settings: Settings, *, clock: Clock | None = None) -> int
         f"{int(LOGIN_LINK_LIFETIME.total_seconds() // 60)} minutes",
         file=sys.stderr,
     )
+    return EXIT_OK
+
+
+def telegram_webhook_command(settings: Settings, *, delete: bool = False) -> int:
+    """`reaper telegram-webhook [--delete]`: have Telegram POST button presses to
+    `<REAPER_PUBLIC_URL>/telegram/<TELEGRAM_WEBHOOK_SECRET>` (setWebhook, the secret as its
+    secret_token), or stop it so that `reaper serve` long-polls again (deleteWebhook).
+    0 done; 1 Telegram refused or did not answer; 2 a setting is missing."""
+    from reaper.channels.telegram import TelegramSettings
+    from reaper.channels.telegram_bot import BotError, TelegramBot
+
+    telegram = settings.channel("telegram")
+    if not isinstance(telegram, TelegramSettings):
+        raise ConfigError("TELEGRAM_BOT_TOKEN", "required (with TELEGRAM_CHAT_ID) for a webhook")
+    bot = TelegramBot(telegram)
+    try:
+        if delete:
+            asyncio.run(bot.delete_webhook())
+            print("webhook deleted: `reaper serve` long-polls getUpdates for presses again")
+            return EXIT_OK
+        secret = telegram.webhook_secret
+        if not secret:
+            raise ConfigError(
+                "TELEGRAM_WEBHOOK_SECRET",
+                "required: the secret Telegram sends with every update (openssl rand -hex 32)",
+            )
+        public = settings.public_url
+        if not public or not public.startswith("https://"):
+            raise ConfigError(
+                "REAPER_PUBLIC_URL",
+                "required as an https:// URL: Telegram posts updates only to https",
+            )
+        asyncio.run(bot.set_webhook(f"{public}/telegram/{secret}", secret))
+    except BotError as exc:
+        print(f"reaper: Telegram refused: {log.redact(str(exc))}", file=sys.stderr)
+        return EXIT_ATTENTION
+    log.event("telegram_webhook", result="set")
+    print(f"webhook set: {public}/telegram/*** (the secret also rides in a header)")
     return EXIT_OK

@@ -18,7 +18,7 @@ from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from pathlib import Path
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
 from reaper import log
 from reaper.channels.base import ChannelOptions, Notifier
@@ -28,11 +28,15 @@ from reaper.core import messages
 from reaper.core.heartbeat import Ping, PingKind, valid_host
 from reaper.core.models import Alert, AlertLevel, Delivery
 from reaper.interfaces.ratelimit import Rate, TokenBuckets, retry_after
-from reaper.interfaces.views import fleet_view_json, status_json
+from reaper.interfaces.views import RECENT_ACTIONS, fleet_view_json, recent_actions, status_json
 from reaper.interfaces.web import routes as web
 from reaper.interfaces.web.readmodel import read_view
 from reaper.passes.ping import UNDELIVERED_ALERT, prune_retired, record_ping
 from reaper.store.base import Store
+
+if TYPE_CHECKING:
+    from reaper.passes.act import ActContext
+    from reaper.providers.http import HttpOptions
 
 # A ping body up to this is kept whole as the monitor's last message; longer is cut to it.
 MESSAGE_LIMIT = 10 * 1024
@@ -122,6 +126,9 @@ class App:
         # Retirements by `bye` since this process last pruned retired monitors: see
         # `note_retired`.
         self._retired_unpruned = 0
+        # The provider clients' options for a "terminate now" from the phone (None: the
+        # request-sized default); tests make them fast.
+        self.act_http: HttpOptions | None = None
         # The ping key is in every ping path: make sure no log line can carry it.
         log.register_secrets(settings.secrets())
 
@@ -211,7 +218,7 @@ def redact_path(path: str) -> str:
     characters. Scrubbing comes first: a cut through a key would leave its start, which no
     longer matches the secret, in the log."""
     parts = path.split("/")
-    if len(parts) > 2 and parts[1] in ("ping", "alert", "login"):
+    if len(parts) > 2 and parts[1] in ("ping", "alert", "login", "act", "telegram"):
         parts[2] = "***"
     cleaned = "".join(c if c.isprintable() else "?" for c in "/".join(parts))
     return log.redact(cleaned)[:200]
@@ -377,7 +384,14 @@ def _take_failed(app: App, mark: str, now: datetime) -> bool:
 
 async def _status(request: Request, app: App, params: Params) -> Response:
     store, now = app.store, app.clock.now()
-    data = status_json(app.settings, store.list_monitors(), store.last_reap(), store.history(), now)
+    data = status_json(
+        app.settings,
+        store.list_monitors(),
+        store.last_reap(),
+        store.history(),
+        now,
+        actions=recent_actions(store.action_log(since=now - RECENT_ACTIONS)),
+    )
     # The status page's data by name (names, costs, deadlines, runway, snapshots).
     data |= fleet_view_json(read_view(store, app.settings, now))
     return _json(200, data)
@@ -385,6 +399,43 @@ async def _status(request: Request, app: App, params: Params) -> Response:
 
 async def _healthz(request: Request, app: App, params: Params) -> Response:
     return _json(200, {"ok": True})
+
+
+# --- actions from the phone ---------------------------------------------------------------
+
+
+def act_context(app: App) -> ActContext:
+    """What an action from the phone needs, from the process's App."""
+    from reaper.passes.act import ActContext
+
+    return ActContext(app.settings, app.store, app.notifier, app.clock, http=app.act_http)
+
+
+async def _act(request: Request, app: App, params: Params) -> Response:
+    """`/act/<token>`: the page (GET) and the action (POST); see `reaper.interfaces.web.act`."""
+    from reaper.interfaces.web.act import answer_act
+
+    page = await answer_act(
+        request.method, params["token"], request.headers, request.body, act_context(app)
+    )
+    return Response(page.status, page.body, page.headers)
+
+
+async def _telegram(request: Request, app: App, params: Params) -> Response:
+    """`POST /telegram/<secret>`: a Telegram update (its secrets checked by the route key)."""
+    from reaper.interfaces.presses import answer_webhook
+
+    if len(request.body) > MAX_BODY:
+        return _too_large(MAX_BODY)
+    status, line = await answer_webhook(request.body, act_context(app))
+    return _text(status, line)
+
+
+def _webhook_secret(app: App) -> str | None:
+    from reaper.channels.telegram import TelegramSettings
+
+    telegram = app.settings.channel("telegram")
+    return telegram.webhook_secret if isinstance(telegram, TelegramSettings) else None
 
 
 # Answers a request without the right key gets; only these spend the per-client budget.
@@ -411,13 +462,15 @@ class Route:
     `path`: literal words and `Segment`s. `key`: "ping" — the `key` segment must be
     REAPER_PING_KEY, else the answer is exactly the unknown route's, whatever the method;
     "admin" — `Authorization: Bearer <REAPER_ADMIN_KEY>` (unset → the unknown route; wrong →
-    401). Then the method (405 with `Allow`), then the handler.
+    401); "telegram" — the `secret` segment and the `X-Telegram-Bot-Api-Secret-Token` header
+    must both be TELEGRAM_WEBHOOK_SECRET (unset or wrong → the unknown route). Then the method
+    (405 with `Allow`), then the handler.
     """
 
     path: tuple[str | Segment, ...]
     methods: frozenset[str]
     handler: RouteHandler
-    key: Literal["ping", "admin"] | None = None
+    key: Literal["ping", "admin", "telegram"] | None = None
 
     def match(self, parts: list[str]) -> Params | None:
         if len(parts) != len(self.path):
@@ -447,6 +500,7 @@ def _web(handler: Callable[[Request, App, Params], Awaitable[web.Answer | None]]
 
 
 KEY, HOST = Segment("key"), Segment("host")
+TOKEN, SECRET = Segment("token"), Segment("secret")
 SUFFIX = Segment("suffix", lambda suffix: _ping_kind(suffix) is not None)
 PING_METHODS = frozenset({"GET", "POST", "HEAD"})
 
@@ -456,6 +510,8 @@ ROUTES: tuple[Route, ...] = (
     Route(("ping", KEY, HOST), PING_METHODS, _ping, key="ping"),
     Route(("ping", KEY, HOST, SUFFIX), PING_METHODS, _ping, key="ping"),
     Route(("alert", KEY), frozenset({"POST"}), _alert, key="ping"),
+    Route(("act", TOKEN), frozenset({"GET", "HEAD", "POST"}), _act),
+    Route(("telegram", SECRET), frozenset({"POST"}), _telegram, key="telegram"),
     # --- the status page (reaper.interfaces.web): its own sessions, never a Bearer key ---
     Route(("",), GET_HEAD, _web(web.home)),
     Route(("login",), frozenset({"POST"}), _web(web.login)),
@@ -477,6 +533,11 @@ def _key_refusal(route: Route, request: Request, app: App, params: Params) -> Re
         scheme, _, token = request.headers.get("authorization", "").partition(" ")
         if scheme.lower() != "bearer" or not _same(token.strip(), expected):
             return _text(401, "unauthorized", {"www-authenticate": "Bearer"})
+    if route.key == "telegram":
+        secret = _webhook_secret(app)
+        header = request.headers.get("x-telegram-bot-api-secret-token", "")
+        if not (_same(params["secret"], secret) and _same(header, secret)):
+            return NOT_FOUND
     return None
 
 

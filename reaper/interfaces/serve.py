@@ -6,8 +6,10 @@ calls). Known pitfalls this module exists to avoid:
   and each request is logged here as one line with the key replaced by `***`;
 - uvicorn 0.54 with several workers leaves TCP_NODELAY unset (≈44 ms per keep-alive request):
   one worker, on a socket bound here with TCP_NODELAY set.
-The watch and reap schedules run in the lifespan; shutdown (SIGTERM/SIGINT, handled by
-uvicorn) lets a running pass finish, then closes the provider clients and the store.
+The watch and reap schedules run in the lifespan, and so does the Telegram long poll for
+button presses (when a bot is configured without TELEGRAM_WEBHOOK_SECRET); shutdown
+(SIGTERM/SIGINT, handled by uvicorn) lets a running pass finish, then closes the provider
+clients and the store.
 """
 
 from __future__ import annotations
@@ -58,11 +60,14 @@ Send = Callable[[Message], Awaitable[None]]
 
 @dataclass
 class Job:
-    """A pass run every `every`, the first one at start-up."""
+    """A pass run every `every`, the first one at start-up. `on_stop`: called when the
+    schedule stops, before it waits for the running pass (a loop that runs until told, like
+    the Telegram long poll, ends there)."""
 
     name: str
     every: timedelta
     run: Callable[[], Awaitable[object]]
+    on_stop: Callable[[], None] | None = None
 
 
 class Scheduler:
@@ -85,6 +90,9 @@ class Scheduler:
 
     async def stop(self) -> None:
         self._stop.set()
+        for job in self.jobs:
+            if job.on_stop is not None:
+                job.on_stop()
         await asyncio.gather(*self._tasks, return_exceptions=True)
         self._tasks = []
 
@@ -133,7 +141,25 @@ def serve_jobs(
 
         jobs.append(Job("reap", settings.reap_every, reap))
         jobs.append(Job("digest", timedelta(days=1), digest))
+    jobs += press_jobs(settings, store, notifier, clock)
     return jobs
+
+
+def press_jobs(settings: Settings, store: Store, notifier: Notifier, clock: Clock) -> list[Job]:
+    """The Telegram long poll for button presses, when a bot is configured and presses do not
+    come by webhook (TELEGRAM_WEBHOOK_SECRET unset). It runs until the schedule stops; if it
+    ends early (a bug), it starts again 30 s later."""
+    from reaper.channels.telegram import TelegramSettings
+
+    telegram = settings.channel("telegram")
+    if not isinstance(telegram, TelegramSettings) or telegram.webhook_secret:
+        return []
+    from reaper.channels.telegram_bot import TelegramBot
+    from reaper.interfaces.presses import Poller
+    from reaper.passes.act import ActContext
+
+    poller = Poller(ActContext(settings, store, notifier, clock), TelegramBot(telegram))
+    return [Job("telegram", timedelta(seconds=30), poller.run, on_stop=poller.interrupt)]
 
 
 # --- the ASGI adapter ---------------------------------------------------------------------
@@ -414,7 +440,19 @@ def _announce(settings: Settings, host: str, port: int, channels: Sequence[str])
         watch=f"every {humanize(settings.watch_every)}",
         reaping=reaping,
         channels=",".join(channels) or "none (alerts are only logged)",
+        presses=_presses(settings),
     )
+
+
+def _presses(settings: Settings) -> str:
+    from reaper.channels.telegram import TelegramSettings
+
+    telegram = settings.channel("telegram")
+    if not isinstance(telegram, TelegramSettings):
+        return "off (no Telegram bot)"
+    how = "webhook /telegram/***" if telegram.webhook_secret else "long polling getUpdates"
+    links = "action links on" if settings.public_url else "action links off (no REAPER_PUBLIC_URL)"
+    return f"{how}; {links}"
 
 
 def serve_command(settings: Settings, host: str, port: int) -> int:

@@ -15,7 +15,7 @@ from typing import Any
 from reaper.config import Settings
 from reaper.core.digest import Digest
 from reaper.core.leaks import hours_left, is_low
-from reaper.core.models import AuditRecord, History, Instance, Monitor, ReapRun
+from reaper.core.models import ActionRecord, AuditRecord, History, Instance, Monitor, ReapRun
 from reaper.core.units import humanize, iso, money
 from reaper.interfaces.table import format_table
 from reaper.interfaces.web.readmodel import FleetView, saved_per_month
@@ -222,8 +222,11 @@ def status_json(
     last: ReapRun | None,
     history: History,
     now: datetime,
+    *,
+    actions: Sequence[ActionRecord] = (),
 ) -> dict[str, Any]:
-    """The object of `reaper status --json` and of `GET /status`, from what the store knows."""
+    """The object of `reaper status --json` and of `GET /status`, from what the store knows.
+    `actions`: the recent actions from the phone (`recent_actions`)."""
     counts = {s: 0 for s in ("new", "up", "down", "retired")}
     for monitor in monitors:
         counts[monitor.status] += 1
@@ -234,7 +237,23 @@ def status_json(
         "reaping": bool(settings.accounts),
         "last_reap": None if last is None else json.loads(last.model_dump_json()),
         "fleet": fleet_json(history, settings, now),
+        "actions": [action_json(a) for a in actions],
     }
+
+
+# `status` shows the actions from the phone of this long, at most this many (newest).
+RECENT_ACTIONS = timedelta(days=7)
+RECENT_ACTIONS_MAX = 20
+
+
+def recent_actions(records: Sequence[ActionRecord]) -> list[ActionRecord]:
+    return list(records[-RECENT_ACTIONS_MAX:])
+
+
+def action_json(record: ActionRecord) -> dict[str, Any]:
+    data: dict[str, Any] = record.model_dump(mode="json")
+    data["at"] = iso(record.at)
+    return data
 
 
 def fleet_json(history: History, settings: Settings, now: datetime) -> dict[str, Any]:
@@ -274,6 +293,13 @@ def status_lines(data: dict[str, Any]) -> list[str]:
         )
     for item in fleet["kept"]:
         lines.append(f"  {item['instance']:<40} kept until {item['until'] or 'further notice'}")
+    if data.get("actions"):
+        lines.append(f"actions from the phone (last {humanize(RECENT_ACTIONS)}):")
+    for item in data.get("actions", []):
+        lines.append(
+            f"  {item['at']} {item['label']} {item['subject'] or ', '.join(item['targets'])}"
+            f" by {item['by']}: {item['result']}"
+        )
     last = data["last_reap"]
     if last is None:
         lines.append("last reap: none recorded" + ("" if data["reaping"] else " (reaping is off)"))
@@ -288,12 +314,41 @@ def status_lines(data: dict[str, Any]) -> list[str]:
 # --- audit ----------------------------------------------------------------------------------
 
 
-def audit_json(records: Sequence[AuditRecord]) -> dict[str, Any]:
-    """The object of `reaper audit --json`."""
-    return {"terminations": [r.model_dump(mode="json") for r in records]}
+def audit_json(
+    records: Sequence[AuditRecord], actions: Sequence[ActionRecord] = ()
+) -> dict[str, Any]:
+    """The object of `reaper audit --json`: the terminations, and the actions from the phone
+    (`actions`: when, what, on what, who asked, through what, done, what happened)."""
+    return {
+        "terminations": [r.model_dump(mode="json") for r in records],
+        "actions": [action_json(a) for a in actions],
+    }
 
 
-def audit_table(records: Sequence[AuditRecord]) -> str:
+def actions_table(actions: Sequence[ActionRecord]) -> str:
+    """`reaper audit`'s second table: every action from the phone."""
+    rows = [
+        [
+            iso(a.at) or "",
+            a.label,
+            a.subject or ", ".join(a.targets),
+            a.by,
+            "yes" if a.done else "no",
+            a.result,
+        ]
+        for a in actions
+    ]
+    return format_table(["when", "action", "on", "by", "done", "result"], rows, max_width=80)
+
+
+def audit_table(records: Sequence[AuditRecord], actions: Sequence[ActionRecord] = ()) -> str:
+    tables = [_terminations_table(records)]
+    if actions:
+        tables.append("actions from the phone:\n" + actions_table(actions))
+    return "\n\n".join(tables)
+
+
+def _terminations_table(records: Sequence[AuditRecord]) -> str:
     if not records:
         return "no terminations recorded"
     rows = [

@@ -19,6 +19,8 @@ from reaper.channels.base import Notifier
 from reaper.clock import Clock
 from reaper.config import Settings
 from reaper.core.models import (
+    ActionGrant,
+    ActionRecord,
     Alert,
     AuditRecord,
     Delivery,
@@ -28,6 +30,7 @@ from reaper.core.models import (
     Listing,
     Monitor,
     ReapRun,
+    TerminationRequest,
     WarningRecord,
 )
 from reaper.core.snapshot import Snapshot
@@ -212,6 +215,37 @@ class RecordingStore:
 
     def use_login_token(self, token_hash: str, now: datetime) -> bool:
         return False
+
+    # --- actions from the phone ------------------------------------------------------------
+    def get_grant(self, grant_id: str) -> ActionGrant | None:
+        return self.inner.get_grant(grant_id)
+
+    def action_log(self, since: datetime | None = None) -> list[ActionRecord]:
+        return self.inner.action_log(since)
+
+    def termination_requests(self, now: datetime) -> list[TerminationRequest]:
+        return self.inner.termination_requests(now)
+
+    def add_grant(self, grant: ActionGrant) -> None:
+        self._write("add_grant")
+
+    def use_grant(self, grant_id: str, now: datetime) -> bool:
+        self._write("use_grant")
+        return True
+
+    def record_action(self, record: ActionRecord) -> None:
+        self._write(f"record_action {record.kind}")
+
+    def request_termination(self, request: TerminationRequest) -> None:
+        self._write(f"request_termination {request.key}")
+
+    def end_termination_request(self, key: str) -> None:
+        self._write(f"end_termination_request {key}")
+
+    # --- monitor mutes -----------------------------------------------------------------------
+    def mute_monitor(self, host: str, until: datetime | None) -> bool:
+        self._write(f"mute_monitor {host}")
+        return self.inner.get_monitor(host) is not None
 
 
 @dataclass

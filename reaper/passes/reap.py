@@ -13,6 +13,7 @@ is this same pass with effects that record instead of acting.
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import time
 import uuid
 from collections.abc import Awaitable, Callable, Collection, Mapping, Sequence
@@ -42,6 +43,7 @@ from reaper.core.models import (
     Plan,
     ReapRun,
     WarningRecord,
+    instance_key,
 )
 from reaper.core.policy import (
     NO_CHANNEL_REASON,
@@ -53,6 +55,7 @@ from reaper.core.policy import (
 from reaper.core.snapshot import take_snapshot
 from reaper.core.units import HOURS_PER_MONTH, iso
 from reaper.core.witness import proves_gone, trustworthy_absence
+from reaper.passes.arm import arm_safely
 from reaper.passes.context import Context
 from reaper.passes.guards import GuardReport, guard_pass
 from reaper.passes.observe import Observation, observe
@@ -254,6 +257,8 @@ class _Pass:
             raise LeaseLost(phase)
 
     async def alert(self, alert: Alert) -> list[Delivery]:
+        if self.ctx.effects.live:
+            alert = arm_safely(alert, self.store, self.settings, self.ctx.clock.now())
         return await self.ctx.effects.send(alert)
 
     async def alert_once(self, episode: str, alert: Alert, detail: str = "") -> None:
@@ -650,8 +655,8 @@ class _Pass:
                     return sent, dropped, fresh
             current_reads = {i: inst for i, inst in read.items() if inst is not None}
             fresh |= current_reads
-            history = self.store.history()
             now = self.ctx.clock.now()
+            history = pass_history(self.store, now)
             go: list[Decision] = []
             for decision in pending:
                 current = current_reads.get(decision.instance.id)
@@ -923,16 +928,12 @@ async def _run(run: _Pass, max_terminations: int | None) -> None:
         return
     store.close_episode(CLOCK_EPISODE)
     await run.reconcile(fleet)
-    history = store.history()
+    history = pass_history(store, now)
     plan = decide(fleet, history, now, settings, max_terminations=max_terminations)
     report.instances = plan.instances
     report.cap_exceeded = plan.cap_exceeded
     run.require_lease("after listing")
-    for change in plan.clock_changes:
-        if change.change in ("reset", "restart"):
-            store.reset_stopped_clock(change.key)
-        if change.change in ("start", "restart"):
-            store.start_stopped_clock(change.key, change.at, started_at=change.started_at)
+    _apply_clock_changes(store, plan, history)
     previous = {(x.provider, x.account): x for x in store.listings()}
     for key in _vanished(history, run.seen, previous):
         store.reset_stopped_clock(key)
@@ -943,6 +944,7 @@ async def _run(run: _Pass, max_terminations: int | None) -> None:
     guards = asyncio.create_task(guard_pass(run.ctx, run.seen, report.instances))
     try:
         await _act(run, plan, max_terminations)
+        _end_carried_out(store, history, report.actions)
     finally:
         report.guards = await guards
 
@@ -960,6 +962,34 @@ async def _run(run: _Pass, max_terminations: int | None) -> None:
             exit_code=report.exit_code,
         )
     )
+
+
+def pass_history(store: Store, now: datetime) -> History:
+    """The store's history with the open "terminate now" requests in it, as the policy reads
+    it (in the plan and again right before each delete)."""
+    history = store.history()
+    requests = {r.key: r for r in store.termination_requests(now)}
+    return history.model_copy(update={"requests": requests}) if requests else history
+
+
+def _apply_clock_changes(store: Store, plan: Plan, history: History) -> None:
+    """Record the plan's stopped-clock changes. A start ends a "terminate now" request too:
+    it was asked for the stretch that just ended."""
+    for change in plan.clock_changes:
+        if change.change in ("reset", "restart"):
+            store.reset_stopped_clock(change.key)
+            if change.key in history.requests:
+                store.end_termination_request(change.key)
+        if change.change in ("start", "restart"):
+            store.start_stopped_clock(change.key, change.at, started_at=change.started_at)
+
+
+def _end_carried_out(store: Store, history: History, actions: Sequence[ActionResult]) -> None:
+    """Requests whose delete went out are done (confirmation is the audit record's business)."""
+    for action in actions:
+        key = instance_key(action.provider, action.id)
+        if action.action == "terminate" and action.done and key in history.requests:
+            store.end_termination_request(key)
 
 
 def _record_listings(run: _Pass, instances: list[Instance]) -> None:
@@ -1023,6 +1053,105 @@ async def _act(run: _Pass, plan: Plan, max_terminations: int | None) -> None:
 
     if due:
         report.actions += await run.terminate_all(due)
+
+
+# --- "terminate now" from the phone ----------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class RequestOutcome:
+    """What a pass for one requested termination did: `terminated` (confirmed by a re-list),
+    `unconfirmed` (the delete went out, a re-list still shows it), `refused` (a check said no:
+    the request is ended), `later` (it could not decide now: the request stays for the next
+    pass). `why`: one line, for the answer to whoever asked."""
+
+    result: Literal["terminated", "unconfirmed", "refused", "later"]
+    why: str = ""
+
+
+def _why_not(inst: Instance, decision: Decision | None, settings: Settings) -> str:
+    if inst.state != "stopped":
+        return f"it is {inst.state} now ({inst.raw_status})"
+    if decision is None or decision.action == "warn":
+        return "it was started and stopped again since the request (a new stopped stretch)"
+    if decision.action == "hold" and settings.mode == "observe":
+        return "REAPER_MODE=observe destroys nothing"
+    return decision.reason
+
+
+async def request_pass(
+    ctx: Context,
+    key: str,
+    *,
+    confirm: ConfirmOptions | None = None,
+    act: ActOptions | None = None,
+    sleep: Sleep = asyncio.sleep,
+) -> RequestOutcome:
+    """Carry out the "terminate now" request for one instance (`key`) at once, with every check
+    of a reap pass and its one delete path: the reap lease (so no other pass acts beside it),
+    a complete listing of its provider's accounts, the clock check, the policy (stopped,
+    unprotected, not locked or kept, the cap, observe mode and clusters `hold`), then the fresh
+    read right before the DELETE, the re-list that confirms it and the audit record. The
+    request itself was recorded by the caller; it is ended here unless the answer is `later`.
+    """
+    settings, store = ctx.settings, ctx.store
+    provider = key.partition(":")[0]
+    clients = [c for c in ctx.clients if c.provider == provider]
+    if not clients:
+        store.end_termination_request(key)
+        return RequestOutcome("refused", f"no account of {provider} is configured")
+    narrow = dataclasses.replace(ctx, clients=clients)
+    now = ctx.clock.now()
+    owner = uuid.uuid4().hex
+    if not store.acquire_lease(LEASE_NAME, owner, now, LEASE_TTL):
+        log.event("request", id=key, result="lease_taken")
+        return RequestOutcome("later", "a reap pass is running now")
+    run = _Pass(
+        narrow,
+        confirm or ConfirmOptions(),
+        act or ActOptions(),
+        sleep,
+        started=now,
+        lease_owner=owner,
+        report=ReapReport(dry_run=ctx.dry_run, mode=settings.mode, at=now),
+    )
+    try:
+        outcome = await _request(run, key)
+    except LeaseLost:
+        outcome = RequestOutcome("later", "the reap lease was lost")
+    finally:
+        store.release_lease(LEASE_NAME, owner)
+    if outcome.result != "later":
+        store.end_termination_request(key)
+    log.event("request", id=key, result=outcome.result, why=outcome.why)
+    return outcome
+
+
+async def _request(run: _Pass, key: str) -> RequestOutcome:
+    fleet = await run.list_all()
+    problem = run.clock_problem()
+    if problem:
+        return RequestOutcome("later", problem)
+    listed = [i for i in fleet if i.key == key]
+    if not listed:
+        if run.seen.errors:
+            return RequestOutcome("later", f"the listing failed ({run.seen.errors[0].message})")
+        return RequestOutcome("refused", "it is not listed any more (gone already?)")
+    history = pass_history(run.store, run.started)
+    plan = decide(listed, history, run.started, run.settings)
+    _apply_clock_changes(run.store, plan, history)
+    [inst] = plan.instances
+    decision = plan.decisions[0] if plan.decisions else None
+    if decision is None or decision.action != "terminate":
+        return RequestOutcome("refused", _why_not(inst, decision, run.settings))
+    [result] = await run.terminate_all([decision])
+    if not run.ctx.effects.live:
+        return RequestOutcome("refused", "a dry run deletes nothing")
+    if result.action == "hold":
+        return RequestOutcome("refused", result.reason.removeprefix("not terminated: "))
+    if not result.done:
+        return RequestOutcome("later", result.reason)
+    return RequestOutcome("terminated" if result.confirmed else "unconfirmed", result.reason)
 
 
 async def run_pass(

@@ -42,6 +42,7 @@ from reaper.core import messages
 from reaper.core.models import AccountError, Alert, Instance, Monitor, ReapRun
 from reaper.core.units import iso
 from reaper.core.witness import trustworthy_absence
+from reaper.passes.arm import arm_safely
 from reaper.passes.observe import observe
 from reaper.passes.ping import UNDELIVERED_ALERT, cross_checkable, prune_retired
 from reaper.providers.base import ProviderClient
@@ -321,7 +322,11 @@ async def _watch_monitors(p: _Pass, hosts: list[str]) -> None:
         current = p.store.get_monitor(host)
         if current is None or not _needs_look(p, current):
             continue
+        queued = len(p.report.alerts)
         updated = _judge(p, current)
+        if current.muted_until is not None and p.now < current.muted_until:
+            # Muted from the phone: its state moves on as usual, its alerts are not sent.
+            del p.report.alerts[queued:]
         if updated != current:
             p.store.put_monitor(updated)
         if updated.status == "down":
@@ -427,7 +432,7 @@ async def watch_pass(
         _watch_reaper(probe)
     _housekeeping(probe)
     for alert in messages.fold_heartbeat(report.alerts, STORM_LIMIT):
-        await notifier.send(alert)
+        await notifier.send(arm_safely(alert, store, settings, now))
     log.event(
         "watch",
         monitors=report.monitors,

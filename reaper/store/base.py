@@ -12,6 +12,8 @@ from datetime import datetime, timedelta
 from typing import Protocol
 
 from reaper.core.models import (
+    ActionGrant,
+    ActionRecord,
     AuditRecord,
     Episode,
     History,
@@ -19,6 +21,7 @@ from reaper.core.models import (
     Listing,
     Monitor,
     ReapRun,
+    TerminationRequest,
     WarningRecord,
 )
 from reaper.core.snapshot import Snapshot
@@ -178,4 +181,46 @@ class Store(Protocol):
     def use_login_token(self, token_hash: str, now: datetime) -> bool:
         """Spend a sign-in token: True once for a token recorded and not expired at `now`
         (then it is gone), False for any other; of two concurrent uses only one is True."""
+        ...
+
+    # --- actions from the phone ---------------------------------------------------------
+    def add_grant(self, grant: ActionGrant) -> None:
+        """Store a one-time action handle under its id (the hash of its token). Grants past
+        their expiry may be dropped by the store at any time after a day."""
+        ...
+
+    def get_grant(self, grant_id: str) -> ActionGrant | None:
+        """The grant with this id, used or not, expired or not; None if unknown."""
+        ...
+
+    def use_grant(self, grant_id: str, now: datetime) -> bool:
+        """Mark the grant used at `now` if it exists, is unused and has not expired at `now`:
+        one conditional write, so that of concurrent callers exactly one gets True."""
+        ...
+
+    def record_action(self, record: ActionRecord) -> None:
+        """Append an action taken from the phone to the audit log."""
+        ...
+
+    def action_log(self, since: datetime | None = None) -> list[ActionRecord]:
+        """Actions taken from the phone, oldest first; only those at or after `since`."""
+        ...
+
+    def request_termination(self, request: TerminationRequest) -> None:
+        """Record a "terminate now" for a pass to carry out, replacing an earlier one for the
+        same instance."""
+        ...
+
+    def termination_requests(self, now: datetime) -> list[TerminationRequest]:
+        """The requests not expired at `now`, ordered by instance key."""
+        ...
+
+    def end_termination_request(self, key: str) -> None:
+        """Forget the request for this instance (carried out, or refused for good)."""
+        ...
+
+    # --- monitor mutes --------------------------------------------------------------------
+    def mute_monitor(self, host: str, until: datetime | None) -> bool:
+        """Set the monitor's `muted_until` (None: unmute), changing nothing else of it. False
+        when there is no such monitor."""
         ...

@@ -18,6 +18,9 @@ partition (no Scan, no index):
 | `listing` | `<provider>#<account>`          | `at`, `listing` (zlib-compressed JSON, binary)  |
 | `snapshot`| `<at>#<ns counter>`             | `snapshot` (JSON), `ttl` (90 days)              |
 | `login`   | `<sha256 of a sign-in token>`   | `expires_at`, `ttl`                             |
+| `grant`   | `<sha256 of the action token>`  | `grant` (JSON), `expires_at`, `used_at`, `ttl`  |
+| `action`  | `<at>#<ns counter>`             | `record` (JSON): an action taken from the phone |
+| `request` | `<instance key>`                | `request` (JSON), `expires_at`, `ttl`           |
 
 A `history/keep#...` item also carries `by` (who kept it) when recorded. The status page reads
 the `listing`, `history`, `monitor`, `audit` (since 30 days) and `snapshot` (since 30 days)
@@ -29,9 +32,9 @@ or a sort key compares instants. Overlapping runs (an hourly reap and a manual o
 concurrent first pings) are made safe by conditions evaluated inside DynamoDB, never by a read
 followed by a write:
 
-- `claim_alert`, `acquire_lease`, `renew_lease`: one conditional write each; the loser's
-  condition fails and it answers False, so an alert goes out once and a lease is never taken
-  back by a pass that lost it.
+- `claim_alert`, `acquire_lease`, `renew_lease`, `use_grant`: one conditional write each; the
+  loser's condition fails and it answers False, so an alert goes out once, a lease is never
+  taken back by a pass that lost it, and an action token acts once.
 - `create_monitor` with its cap: a transaction of two writes — the monitor, conditional on the
   host not existing, and an increment of the `meta/monitors` counter, conditional on the count
   being under the cap. Either both happen or neither. `put_monitor` and `delete_monitor` keep
@@ -58,6 +61,8 @@ from typing import Any, TypeVar
 from pydantic import BaseModel
 
 from reaper.core.models import (
+    ActionGrant,
+    ActionRecord,
     AuditRecord,
     Episode,
     History,
@@ -65,6 +70,7 @@ from reaper.core.models import (
     Listing,
     Monitor,
     ReapRun,
+    TerminationRequest,
     WarningRecord,
 )
 from reaper.core.snapshot import Snapshot
@@ -87,6 +93,9 @@ LOGIN_TOKEN_RETENTION = timedelta(days=1)
 LEASE_RETENTION = timedelta(days=1)
 # How often a monitor write re-reads and retries after losing a race on the same host.
 CONFLICT_RETRIES = 20
+# Grants and termination requests outlive their expiry by this much before TTL may collect
+# them ("expired" can still be told from "unknown" meanwhile).
+GRANT_RETENTION = timedelta(days=1)
 
 _Model = TypeVar("_Model", bound=BaseModel)
 Item = dict[str, Any]
@@ -724,6 +733,103 @@ class DynamoDBStore:
             ConditionExpression="attribute_exists(pk) AND expires_at > :now",
             ExpressionAttributeValues={":now": _s(_ts(now))},
         )
+
+    # --- actions from the phone -----------------------------------------------------------
+    def add_grant(self, grant: ActionGrant) -> None:
+        self._writable()
+        grant = _utc_model(grant)
+        item: Item = {
+            **_key("grant", grant.id),
+            "grant": _s(grant.model_dump_json(exclude={"used_at"})),
+            "expires_at": _s(_ts(grant.expires_at)),
+            TTL_ATTRIBUTE: _n(_epoch(grant.expires_at + GRANT_RETENTION)),
+        }
+        if grant.used_at is not None:
+            item["used_at"] = _s(_ts(grant.used_at))
+        self._client.put_item(TableName=self.table_name, Item=item)
+
+    def get_grant(self, grant_id: str) -> ActionGrant | None:
+        item = self._get("grant", grant_id)
+        if item is None:
+            return None
+        grant = ActionGrant.model_validate_json(item["grant"]["S"])
+        used_at = _str(item, "used_at")
+        return grant.model_copy(update={"used_at": None if used_at is None else _dt(used_at)})
+
+    def use_grant(self, grant_id: str, now: datetime) -> bool:
+        """Conditional on the grant existing, unused and unexpired, evaluated inside DynamoDB:
+        of two concurrent presses exactly one write succeeds."""
+        self._writable()
+        return self._conditional(
+            "update_item",
+            Key=_key("grant", grant_id),
+            UpdateExpression="SET used_at = :now",
+            ConditionExpression=(
+                "attribute_exists(pk) AND attribute_not_exists(used_at) AND expires_at > :now"
+            ),
+            ExpressionAttributeValues={":now": _s(_ts(now))},
+        )
+
+    def record_action(self, record: ActionRecord) -> None:
+        """Kept like the termination audit: never expires."""
+        self._writable()
+        record = _utc_model(record)
+        sk = f"{_ts(record.at)}#{time.time_ns():020d}"
+        self._client.put_item(
+            TableName=self.table_name,
+            Item={**_key("action", sk), "record": _s(record.model_dump_json())},
+        )
+
+    def action_log(self, since: datetime | None = None) -> list[ActionRecord]:
+        items = self._query("action", sk_from=None if since is None else _ts(since))
+        return [ActionRecord.model_validate_json(item["record"]["S"]) for item in items]
+
+    def request_termination(self, request: TerminationRequest) -> None:
+        self._writable()
+        request = _utc_model(request)
+        self._client.put_item(
+            TableName=self.table_name,
+            Item={
+                **_key("request", request.key),
+                "request": _s(request.model_dump_json()),
+                "expires_at": _s(_ts(request.expires_at)),
+                TTL_ATTRIBUTE: _n(_epoch(request.expires_at + GRANT_RETENTION)),
+            },
+        )
+
+    def termination_requests(self, now: datetime) -> list[TerminationRequest]:
+        """TTL collects lazily: the stored expiry decides."""
+        requests = [
+            TerminationRequest.model_validate_json(item["request"]["S"])
+            for item in self._query("request")
+        ]
+        return [r for r in requests if now < r.expires_at]
+
+    def end_termination_request(self, key: str) -> None:
+        self._writable()
+        self._client.delete_item(TableName=self.table_name, Key=_key("request", key))
+
+    # --- monitor mutes ----------------------------------------------------------------------
+    def mute_monitor(self, host: str, until: datetime | None) -> bool:
+        """Read the monitor, write it back with the mute, conditional on it being unchanged
+        (a ping in between: read again). The status does not change, so the active counter is
+        left alone."""
+        self._writable()
+        for _ in range(CONFLICT_RETRIES):
+            old = self._get("monitor", host)
+            if old is None:
+                return False
+            monitor = Monitor.model_validate_json(old["monitor"]["S"])
+            item = self._monitor_item(monitor.model_copy(update={"muted_until": until}))
+            if self._conditional(
+                "put_item",
+                Item=item,
+                ConditionExpression="#monitor = :old",
+                ExpressionAttributeNames={"#monitor": "monitor"},
+                ExpressionAttributeValues={":old": old["monitor"]},
+            ):
+                return True
+        raise StoreConflictError(f"monitor {host!r}: too many concurrent writes, nothing written")
 
 
 __all__ = [

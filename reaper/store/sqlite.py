@@ -25,6 +25,8 @@ from typing import Any, TypeVar
 from pydantic import BaseModel
 
 from reaper.core.models import (
+    ActionGrant,
+    ActionRecord,
     AuditRecord,
     Episode,
     History,
@@ -32,6 +34,7 @@ from reaper.core.models import (
     Listing,
     Monitor,
     ReapRun,
+    TerminationRequest,
     WarningRecord,
 )
 from reaper.core.snapshot import Snapshot
@@ -48,6 +51,9 @@ CLAIM_PRUNE_EVERY = 100
 # A claim is pruned once older than this (or than the claiming call's window, if longer), so
 # that a caller using a longer window than the one that pruned never sees a duplicate.
 CLAIM_RETENTION = timedelta(days=7)
+# Grants and termination requests are dropped this long after they expired (when a new one is
+# written), so that "expired" can still be told from "unknown" for a while.
+GRANT_RETENTION = timedelta(days=1)
 
 _SCHEMA = """
 CREATE TABLE stopped_clock (key TEXT PRIMARY KEY, since TEXT NOT NULL, started TEXT) WITHOUT ROWID;
@@ -92,6 +98,17 @@ CREATE TABLE snapshots (
 );
 CREATE INDEX snapshots_by_time ON snapshots (at);
 CREATE TABLE login_tokens (hash TEXT PRIMARY KEY, expires_at TEXT NOT NULL) WITHOUT ROWID;
+CREATE TABLE action_grants (
+    id TEXT PRIMARY KEY, expires_at TEXT NOT NULL, used_at TEXT, body TEXT NOT NULL
+) WITHOUT ROWID;
+CREATE INDEX action_grants_by_expiry ON action_grants (expires_at);
+CREATE TABLE phone_actions (
+    seq INTEGER PRIMARY KEY AUTOINCREMENT, at TEXT NOT NULL, record TEXT NOT NULL
+);
+CREATE INDEX phone_actions_by_time ON phone_actions (at);
+CREATE TABLE termination_requests (
+    key TEXT PRIMARY KEY, expires_at TEXT NOT NULL, request TEXT NOT NULL
+) WITHOUT ROWID;
 """
 
 # Each step takes a database of the version before it to the version after it. A warning
@@ -116,6 +133,17 @@ CREATE TABLE snapshots (
 );
 CREATE INDEX snapshots_by_time ON snapshots (at);
 CREATE TABLE login_tokens (hash TEXT PRIMARY KEY, expires_at TEXT NOT NULL) WITHOUT ROWID;
+CREATE TABLE action_grants (
+    id TEXT PRIMARY KEY, expires_at TEXT NOT NULL, used_at TEXT, body TEXT NOT NULL
+) WITHOUT ROWID;
+CREATE INDEX action_grants_by_expiry ON action_grants (expires_at);
+CREATE TABLE phone_actions (
+    seq INTEGER PRIMARY KEY AUTOINCREMENT, at TEXT NOT NULL, record TEXT NOT NULL
+);
+CREATE INDEX phone_actions_by_time ON phone_actions (at);
+CREATE TABLE termination_requests (
+    key TEXT PRIMARY KEY, expires_at TEXT NOT NULL, request TEXT NOT NULL
+) WITHOUT ROWID;
 """,
 }
 
@@ -639,6 +667,98 @@ class SQLiteStore:
                 (token_hash, _ts(now)),
             )
             return cursor.rowcount == 1
+
+    # --- actions from the phone -----------------------------------------------------------
+    def add_grant(self, grant: ActionGrant) -> None:
+        grant = _utc_model(grant)
+        with self._write() as conn:
+            conn.execute(
+                "DELETE FROM action_grants WHERE expires_at < ?",
+                (_ts(grant.created_at - GRANT_RETENTION),),
+            )
+            conn.execute(
+                "INSERT INTO action_grants (id, expires_at, used_at, body) VALUES (?, ?, ?, ?) "
+                "ON CONFLICT (id) DO UPDATE SET expires_at = excluded.expires_at, "
+                "used_at = excluded.used_at, body = excluded.body",
+                (
+                    grant.id,
+                    _ts(grant.expires_at),
+                    None if grant.used_at is None else _ts(grant.used_at),
+                    grant.model_dump_json(exclude={"used_at"}),
+                ),
+            )
+
+    def get_grant(self, grant_id: str) -> ActionGrant | None:
+        row = self._query_one("SELECT used_at, body FROM action_grants WHERE id = ?", (grant_id,))
+        if row is None:
+            return None
+        used_at, body = row
+        grant = ActionGrant.model_validate_json(body)
+        return grant.model_copy(update={"used_at": _opt_dt(used_at)})
+
+    def use_grant(self, grant_id: str, now: datetime) -> bool:
+        """One UPDATE under the write lock: the row changes only while it is unused."""
+        with self._write() as conn:
+            cursor = conn.execute(
+                "UPDATE action_grants SET used_at = ? "
+                "WHERE id = ? AND used_at IS NULL AND expires_at > ?",
+                (_ts(now), grant_id, _ts(now)),
+            )
+            return cursor.rowcount == 1
+
+    def record_action(self, record: ActionRecord) -> None:
+        record = _utc_model(record)
+        with self._write() as conn:
+            conn.execute(
+                "INSERT INTO phone_actions (at, record) VALUES (?, ?)",
+                (_ts(record.at), record.model_dump_json()),
+            )
+
+    def action_log(self, since: datetime | None = None) -> list[ActionRecord]:
+        rows = self._query_all(
+            "SELECT record FROM phone_actions WHERE at >= ? ORDER BY at, seq",
+            ("" if since is None else _ts(since),),
+        )
+        return [ActionRecord.model_validate_json(record) for (record,) in rows]
+
+    def request_termination(self, request: TerminationRequest) -> None:
+        request = _utc_model(request)
+        with self._write() as conn:
+            conn.execute(
+                "DELETE FROM termination_requests WHERE expires_at < ?",
+                (_ts(request.requested_at - GRANT_RETENTION),),
+            )
+            conn.execute(
+                "INSERT INTO termination_requests (key, expires_at, request) VALUES (?, ?, ?) "
+                "ON CONFLICT (key) DO UPDATE SET "
+                "expires_at = excluded.expires_at, request = excluded.request",
+                (request.key, _ts(request.expires_at), request.model_dump_json()),
+            )
+
+    def termination_requests(self, now: datetime) -> list[TerminationRequest]:
+        rows = self._query_all(
+            "SELECT request FROM termination_requests WHERE expires_at > ? ORDER BY key",
+            (_ts(now),),
+        )
+        return [TerminationRequest.model_validate_json(request) for (request,) in rows]
+
+    def end_termination_request(self, key: str) -> None:
+        with self._write() as conn:
+            conn.execute("DELETE FROM termination_requests WHERE key = ?", (key,))
+
+    # --- monitor mutes ----------------------------------------------------------------------
+    def mute_monitor(self, host: str, until: datetime | None) -> bool:
+        """Read and rewrite the monitor in one write transaction: a ping in between waits."""
+        with self._write() as conn:
+            row = conn.execute("SELECT monitor FROM monitors WHERE host = ?", (host,)).fetchone()
+            if row is None:
+                return False
+            monitor = Monitor.model_validate_json(row[0])
+            muted = _utc_model(monitor.model_copy(update={"muted_until": until}))
+            conn.execute(
+                "UPDATE monitors SET monitor = ? WHERE host = ?", (muted.model_dump_json(), host)
+            )
+            return True
 
 
 __all__ = ["SCHEMA_VERSION", "SQLiteStore", "StoreSchemaError"]

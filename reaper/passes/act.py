@@ -1,0 +1,237 @@
+"""Carrying out an action from the phone: a pressed button or a used action link.
+
+The token is the only input, and it is never trusted: it must name a stored grant (by its
+hash) that is unused and unexpired, and the grant says what may be done. Then the action goes
+through the code the command line and the reap pass use, never a shortcut:
+- keep: the record `reaper keep` writes (a longer keep already in place is never shortened);
+- mute: the monitor's mute, through the store's `mute_monitor`;
+- terminate now: a request recorded in the store, carried out at once by `request_pass` — one
+  instance's reap pass, with the lease, the policy, the fresh read before the DELETE, the
+  re-list that confirms it, the cap and the audit record. What it refuses, it refuses.
+Each use is single: of two concurrent uses of one token exactly one acts (the store's
+conditional write), and every action is an `ActionRecord` naming who asked.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass, field
+from datetime import datetime, timedelta
+from typing import Literal
+
+from reaper import log
+from reaper.channels.base import Notifier
+from reaper.clock import Clock
+from reaper.config import Settings
+from reaper.core import messages
+from reaper.core.models import (
+    ActionGrant,
+    ActionRecord,
+    KeptInstance,
+    PhoneAction,
+    TerminationRequest,
+)
+from reaper.passes.arm import CALLBACK_PREFIX, grant_id, mint, valid_token
+from reaper.passes.context import Context
+from reaper.passes.reap import ConfirmOptions, RequestOutcome, request_pass
+from reaper.providers.http import HttpOptions
+from reaper.store.base import Store
+
+# A second press confirms "terminate now" within this (never past the first button's expiry).
+CONFIRM_TTL = timedelta(minutes=10)
+# A "terminate now" not carried out at once (a pass held the lease, the provider failed) is
+# retried by the passes this long, while the instance stays stopped in the same stretch.
+REQUEST_TTL = timedelta(hours=24)
+# The request's own pass confirms within seconds, not minutes: whoever pressed waits for the
+# answer, and a Lambda request has 10 s. A slower provider is confirmed by the next reap pass
+# (its reconciliation of unconfirmed audit records).
+ACT_CONFIRM = ConfirmOptions(attempts=4, first_delay=0.0, backoff=0.5, max_delay=2.0)
+# The provider calls of that pass are request-sized too: short time-outs, one retry.
+ACT_HTTP = HttpOptions(
+    timeout=4.0, max_attempts=2, backoff_base=0.25, backoff_cap=1.0, retry_after_cap=2.0
+)
+
+Sleep = Callable[[float], Awaitable[None]]
+
+
+@dataclass(frozen=True)
+class Actor:
+    """Who asked, as the audit names them (`who`: "@name (… user 42)" or "action link"), and
+    how the request came (`via`: "chat button" or "action link")."""
+
+    who: str
+    via: str
+
+
+LINK = Actor(who="action link", via="action link")
+
+
+@dataclass(frozen=True)
+class Outcome:
+    """`done`: the action happened; `not_done`: it was checked and refused (or could not be
+    done now); `refused`: the token was not good (unknown, used, expired); `ask`: a second
+    press is needed — `confirm` is the new button's data and `confirm_label` its text."""
+
+    status: Literal["done", "not_done", "refused", "ask"]
+    text: str
+    confirm: str | None = None
+    confirm_label: str = ""
+
+
+@dataclass
+class ActContext:
+    """What carrying out an action needs. `http`: the provider clients' options (None:
+    ACT_HTTP); `confirm`: how long the request's own pass waits for the re-list."""
+
+    settings: Settings
+    store: Store
+    notifier: Notifier
+    clock: Clock
+    http: HttpOptions | None = None
+    confirm: ConfirmOptions = ACT_CONFIRM
+    sleep: Sleep = field(default=asyncio.sleep, repr=False)
+
+
+def lookup(store: Store, token: str, now: datetime, *, link: bool = False) -> ActionGrant | str:
+    """The grant a token may use now, or the one line saying why not. `link`: used as an
+    action link, where a button that asks for a second press is no token at all."""
+    grant = store.get_grant(grant_id(token)) if valid_token(token) else None
+    if grant is None or (link and grant.ask_first):
+        return messages.REFUSED_UNKNOWN
+    if grant.used_at is not None:
+        return messages.refused_used(grant.used_at)
+    if now >= grant.expires_at:
+        return messages.refused_expired(grant.expires_at)
+    return grant
+
+
+async def perform(
+    ctx: ActContext, token: str, actor: Actor, choice: int = 0, *, link: bool = False
+) -> Outcome:
+    """Use the token (see the module docstring); `choice`: which of the grant's actions;
+    `link`: it came as an action link (see `lookup`)."""
+    now = ctx.clock.now()
+    found = lookup(ctx.store, token, now, link=link)
+    if isinstance(found, str):
+        log.event("phone_action", via=actor.via, result="refused", reason=found)
+        return Outcome("refused", found)
+    grant = found
+    if not 0 <= choice < len(grant.choices):
+        return Outcome("refused", messages.REFUSED_UNKNOWN)
+    action = grant.choices[choice]
+    if grant.ask_first:
+        confirm = mint(
+            ctx.store, (action,), now, parent=grant.id, ttl=CONFIRM_TTL, not_after=grant.expires_at
+        )
+        minutes = int(CONFIRM_TTL.total_seconds() // 60)
+        return Outcome(
+            "ask",
+            messages.action_confirm_prompt(action.subject, minutes),
+            confirm=CALLBACK_PREFIX + confirm,
+            confirm_label=messages.action_confirm_label(action.subject),
+        )
+    used = ctx.store.use_grant(grant.id, now)
+    if used and grant.parent is not None:
+        # A confirmation uses the button it confirms too: one "terminate now" per button.
+        used = ctx.store.use_grant(grant.parent, now)
+    if not used:
+        log.event("phone_action", via=actor.via, result="refused", reason="already used")
+        return Outcome("refused", messages.refused_used(now))
+    outcome = await _carry_out(ctx, action, actor, now)
+    ctx.store.record_action(
+        ActionRecord(
+            at=now,
+            kind=action.kind,
+            label=action.label,
+            targets=action.targets,
+            subject=action.subject,
+            by=actor.who,
+            via=actor.via,
+            done=outcome.status == "done",
+            result=outcome.text,
+        )
+    )
+    log.event(
+        "phone_action",
+        kind=action.kind,
+        targets=list(action.targets),
+        via=actor.via,
+        result=outcome.status,
+    )
+    return outcome
+
+
+async def _carry_out(ctx: ActContext, action: PhoneAction, actor: Actor, now: datetime) -> Outcome:
+    if action.kind == "keep":
+        return _keep(ctx.store, action, actor, now)
+    if action.kind == "mute":
+        return _mute(ctx.store, action, actor, now)
+    if action.kind == "terminate":
+        return await _terminate(ctx, action, actor, now)
+    return Outcome("not_done", messages.REFUSED_UNKNOWN)
+
+
+def _keep(store: Store, action: PhoneAction, actor: Actor, now: datetime) -> Outcome:
+    """`reaper keep`'s record for each target, never shortening a keep already in place."""
+    assert action.duration is not None
+    until = now + action.duration
+    kept = store.history().kept
+    longer: list[datetime | None] = []
+    for key in action.targets:
+        current = kept.get(key)
+        if (
+            current is not None
+            and current.active(now)
+            and (current.until is None or current.until >= until)
+        ):
+            longer.append(current.until)
+            continue
+        store.keep(KeptInstance(key=key, since=now, until=until))
+    if len(longer) == len(action.targets):
+        latest = None if None in longer else max(t for t in longer if t is not None)
+        return Outcome("done", messages.action_already_kept(action.subject, latest))
+    return Outcome("done", messages.action_kept(action.subject, until, actor.who))
+
+
+def _mute(store: Store, action: PhoneAction, actor: Actor, now: datetime) -> Outcome:
+    assert action.duration is not None and action.targets
+    host = action.targets[0]
+    until = now + action.duration
+    if not store.mute_monitor(host, until):
+        return Outcome("not_done", messages.action_no_monitor(host))
+    return Outcome("done", messages.action_muted(action.subject, until, actor.who))
+
+
+async def _terminate(ctx: ActContext, action: PhoneAction, actor: Actor, now: datetime) -> Outcome:
+    """Record the request, then run its pass at once with fresh provider clients."""
+    from reaper.providers.plugins import make_clients
+
+    [key] = action.targets
+    settings = ctx.settings
+    ctx.store.request_termination(
+        TerminationRequest(
+            key=key,
+            requested_at=now,
+            by=actor.who,
+            mode=settings.mode,
+            expires_at=now + REQUEST_TTL,
+        )
+    )
+    clients = make_clients(settings, ctx.http or ACT_HTTP)
+    try:
+        context = Context.make(settings, ctx.store, clients, ctx.notifier, ctx.clock)
+        result = await request_pass(context, key, confirm=ctx.confirm, sleep=ctx.sleep)
+    finally:
+        await asyncio.gather(*(c.aclose() for c in clients), return_exceptions=True)
+    return _answer(result, action.subject, actor)
+
+
+def _answer(result: RequestOutcome, subject: str, actor: Actor) -> Outcome:
+    if result.result == "terminated":
+        return Outcome("done", messages.action_terminated(subject, actor.who))
+    if result.result == "unconfirmed":
+        return Outcome("done", messages.action_terminate_unconfirmed(subject, actor.who))
+    if result.result == "refused":
+        return Outcome("not_done", messages.action_not_terminated(subject, result.why))
+    return Outcome("not_done", messages.action_terminate_later(subject, result.why))
