@@ -141,7 +141,7 @@ def test_audit_and_status_show_the_action(tmp_path: Path) -> None:
         [entry] = audit["actions"]
         assert entry["by"] == "@alice (Telegram user 42)" and entry["kind"] == "keep"
         assert entry["at"].endswith("Z") and entry["done"] is True
-        assert "actions from the phone" in views.audit_table([], actions)
+        assert "actions by people" in views.audit_table([], actions)
         store = p.w.store()
         data = views.status_json(
             p.settings,

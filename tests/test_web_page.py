@@ -88,6 +88,12 @@ def test_keep_from_the_page_writes_the_keep_record_with_who_asked(tmp_path: Path
         assert unkept.status_code == 303
         assert key not in f.app.store.history().kept
         assert "Will be terminated" in _section(f.http.get("/").text, "stopped")
+        # Both are audit records naming the page, as the phone's buttons are.
+        actions = f.app.store.action_log()
+        assert [(a.kind, a.targets, a.by, a.via, a.done) for a in actions] == [
+            ("keep", (key,), "status page", "status page", True),
+            ("unkeep", (key,), "status page", "status page", True),
+        ]
 
 
 def test_a_keep_without_or_with_a_wrong_csrf_token_is_refused(tmp_path: Path) -> None:

@@ -269,6 +269,8 @@ class Monitor(BaseModel):
 # --- actions from the phone ---------------------------------------------------------------
 
 PhoneActionKind = Literal["keep", "terminate", "mute", "open"]
+# What a person can do to the fleet, from the phone, the status page or the command line.
+ActionKind = Literal["keep", "unkeep", "terminate", "mute", "open"]
 
 
 class PhoneAction(BaseModel):
@@ -320,19 +322,21 @@ class ActionGrant(BaseModel):
 
 
 class ActionRecord(BaseModel):
-    """An action taken from the phone, for `reaper audit` and `status`: what was asked, by
-    whom, through what, when, and what happened."""
+    """An action a person took — from the phone, the status page or the command line — for
+    `reaper audit` and `status`: what was asked, by whom, through what, when, and what
+    happened."""
 
     model_config = ConfigDict(frozen=True, defer_build=True)
 
     at: datetime
-    kind: PhoneActionKind
+    kind: ActionKind
     label: str
     targets: tuple[str, ...]
     subject: str = ""
-    # Who asked: a chat user ("@name (… user 42)") or "action link".
+    # Who asked: a chat user ("@name (… user 42)"), "action link", "status page", or the
+    # user who ran `reaper keep`.
     by: str
-    # How it arrived: "chat button" or "action link".
+    # How it arrived: "chat button", "action link", "status page" or "command line".
     via: str
     done: bool
     # One line: what happened ("kept until …", "not terminated: it is running").

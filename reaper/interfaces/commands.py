@@ -15,9 +15,10 @@ from reaper import log
 from reaper.channels.base import ChannelOptions, Notifier
 from reaper.clock import Clock, SystemClock
 from reaper.config import ConfigError, Settings
-from reaper.core.models import Instance, KeptInstance, instance_key
+from reaper.core.models import Instance, instance_key
 from reaper.core.units import iso
 from reaper.interfaces import views
+from reaper.passes import keeping
 from reaper.providers.base import ProviderClient
 from reaper.providers.http import HttpOptions
 from reaper.store.base import Store
@@ -91,7 +92,9 @@ def keep_command(settings: Settings, *, target: str, duration: timedelta | None)
     until = now + duration if duration else None
     store = open_store(settings.state)
     try:
-        store.keep(KeptInstance(key=key, since=now, until=until))
+        keeping.keep(
+            store, key, now=now, until=until, by=keeping.command_line_user(), via="command line"
+        )
         seen, listed_at = _last_seen(store, key)
     finally:
         store.close()
@@ -115,7 +118,13 @@ def unkeep_command(settings: Settings, *, target: str) -> int:
     key = instance_key(provider, instance_id)
     store = open_store(settings.state)
     try:
-        ended = store.unkeep(key)
+        ended = keeping.unkeep(
+            store,
+            key,
+            now=SystemClock().now(),
+            by=keeping.command_line_user(),
+            via="command line",
+        ).done
     finally:
         store.close()
     log.event("unkeep", provider=provider, id=instance_id, result="ended" if ended else "none")

@@ -226,7 +226,7 @@ def status_json(
     actions: Sequence[ActionRecord] = (),
 ) -> dict[str, Any]:
     """The object of `reaper status --json` and of `GET /status`, from what the store knows.
-    `actions`: the recent actions from the phone (`recent_actions`)."""
+    `actions`: the recent actions people took (`recent_actions`)."""
     counts = {s: 0 for s in ("new", "up", "down", "retired")}
     for monitor in monitors:
         counts[monitor.status] += 1
@@ -241,7 +241,7 @@ def status_json(
     }
 
 
-# `status` shows the actions from the phone of this long, at most this many (newest).
+# `status` shows the actions people took of this long, at most this many (newest).
 RECENT_ACTIONS = timedelta(days=7)
 RECENT_ACTIONS_MAX = 20
 
@@ -294,7 +294,7 @@ def status_lines(data: dict[str, Any]) -> list[str]:
     for item in fleet["kept"]:
         lines.append(f"  {item['instance']:<40} kept until {item['until'] or 'further notice'}")
     if data.get("actions"):
-        lines.append(f"actions from the phone (last {humanize(RECENT_ACTIONS)}):")
+        lines.append(f"actions by people (last {humanize(RECENT_ACTIONS)}):")
     for item in data.get("actions", []):
         lines.append(
             f"  {item['at']} {item['label']} {item['subject'] or ', '.join(item['targets'])}"
@@ -317,7 +317,7 @@ def status_lines(data: dict[str, Any]) -> list[str]:
 def audit_json(
     records: Sequence[AuditRecord], actions: Sequence[ActionRecord] = ()
 ) -> dict[str, Any]:
-    """The object of `reaper audit --json`: the terminations, and the actions from the phone
+    """The object of `reaper audit --json`: the terminations, and the actions people took
     (`actions`: when, what, on what, who asked, through what, done, what happened)."""
     return {
         "terminations": [r.model_dump(mode="json") for r in records],
@@ -326,7 +326,7 @@ def audit_json(
 
 
 def actions_table(actions: Sequence[ActionRecord]) -> str:
-    """`reaper audit`'s second table: every action from the phone."""
+    """`reaper audit`'s second table: every action a person took."""
     rows = [
         [
             iso(a.at) or "",
@@ -344,7 +344,9 @@ def actions_table(actions: Sequence[ActionRecord]) -> str:
 def audit_table(records: Sequence[AuditRecord], actions: Sequence[ActionRecord] = ()) -> str:
     tables = [_terminations_table(records)]
     if actions:
-        tables.append("actions from the phone:\n" + actions_table(actions))
+        tables.append(
+            "actions by people (phone, status page, command line):\n" + actions_table(actions)
+        )
     return "\n\n".join(tables)
 
 

@@ -187,7 +187,7 @@ def _keep(store: Store, action: PhoneAction, actor: Actor, now: datetime) -> Out
         ):
             longer.append(current.until)
             continue
-        store.keep(KeptInstance(key=key, since=now, until=until))
+        store.keep(KeptInstance(key=key, since=now, until=until, by=actor.who))
     if len(longer) == len(action.targets):
         latest = None if None in longer else max(t for t in longer if t is not None)
         return Outcome("done", messages.action_already_kept(action.subject, latest))

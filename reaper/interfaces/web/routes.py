@@ -23,7 +23,7 @@ from urllib.parse import parse_qsl
 from reaper import log
 from reaper.clock import Clock
 from reaper.config import ConfigError
-from reaper.core.models import KeptInstance, instance_key
+from reaper.core.models import instance_key
 from reaper.core.units import iso
 from reaper.interfaces.ratelimit import Rate, TokenBuckets, retry_after
 from reaper.interfaces.web.layout import HTML_HEADERS
@@ -41,6 +41,7 @@ from reaper.interfaces.web.session import (
     spend_login_token,
 )
 from reaper.interfaces.web.signin import link_page, signin_page
+from reaper.passes import keeping
 
 if TYPE_CHECKING:
     from reaper.interfaces.http import App, Request
@@ -262,13 +263,13 @@ async def keep(request: Request, app: App, params: Mapping[str, str]) -> Answer 
         return _line(404, f"{key[:120]} is not in the last listing: reload the page")
     length = KEEP_FOR[choice]
     until = now + length if length is not None else None
-    app.store.keep(KeptInstance(key=key, since=now, until=until, by=KEPT_BY))
+    keeping.keep(app.store, key, now=now, until=until, by=KEPT_BY, via=KEPT_BY)
     log.event("keep", instance=key, until=iso(until), by=KEPT_BY, result="kept")
     return _see_other(_anchor(key))
 
 
 async def unkeep(request: Request, app: App, params: Mapping[str, str]) -> Answer | None:
-    """The record `reaper unkeep` ends; who asked goes to the log."""
+    """The record `reaper unkeep` ends, with who asked."""
     if not app.settings.admin_key:
         return None
     _s, form, refused = _authorised(request, app)
@@ -277,7 +278,7 @@ async def unkeep(request: Request, app: App, params: Mapping[str, str]) -> Answe
     key, bad = _target(form)
     if bad is not None:
         return bad
-    ended = app.store.unkeep(key)
+    ended = keeping.unkeep(app.store, key, now=app.clock.now(), by=KEPT_BY, via=KEPT_BY).done
     log.event("unkeep", instance=key, by=KEPT_BY, result="ended" if ended else "none")
     return _see_other(_anchor(key))
 
