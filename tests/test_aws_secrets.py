@@ -88,6 +88,24 @@ def test_secrets_in_the_plain_environment_are_ignored(
     assert "pasted-into-environment" not in logged and "rpa_PASTED000" not in logged
 
 
+def test_an_ntfy_topic_and_token_come_from_ssm_only(
+    account: Account, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """On a public ntfy server the topic is the password: it is a secret like BARK_URL."""
+    account.put_secret("NTFY_URL", "https://ntfy.sh/reaper-from-ssm")
+    settings = Flat(
+        lambda_settings(
+            env(NTFY_URL="https://ntfy.sh/pasted-topic", NTFY_TOKEN="tk_pastedtoken"),
+            client=account.ssm,
+        )
+    )
+    assert settings.ntfy_url == "https://ntfy.sh/reaper-from-ssm"
+    assert not settings.ntfy_token
+    logged = capsys.readouterr().err
+    assert "NTFY_URL" in logged and "NTFY_TOKEN" in logged
+    assert "pasted-topic" not in logged and "tk_pastedtoken" not in logged
+
+
 def test_a_missing_required_parameter_names_the_parameter(account: Account) -> None:
     with pytest.raises(ConfigError) as raised:
         lambda_settings(env(), required=["REAPER_PING_KEY"], client=account.ssm)
