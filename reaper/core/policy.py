@@ -33,7 +33,7 @@ from datetime import datetime
 
 from reaper.config import Settings
 from reaper.core.models import ClockChange, Decision, History, Instance, Plan, WarningRecord
-from reaper.core.units import humanize, iso
+from reaper.core.units import humanize, utc
 
 # States that mean "it runs again": only these reset the stopped clock.
 RESETTING_STATES = frozenset({"running", "starting"})
@@ -59,7 +59,7 @@ def protection_reason(inst: Instance, history: History, now: datetime, marker: s
         return f"name contains the protect marker {marker!r}"
     kept = history.kept.get(inst.key)
     if kept is not None and kept.active(now):
-        until = f" until {iso(kept.until)}" if kept.until else ""
+        until = f" until {utc(kept.until)}" if kept.until else ""
         return f"kept by `reaper keep`{until}"
     return None
 
@@ -164,7 +164,7 @@ def _decide_stopped(
         return Decision(
             instance=inst,
             action="warn",
-            reason=f"stopped for {stopped_for}; {verb} at {iso(terminate_at)}",
+            reason=f"stopped for {stopped_for}; {verb} at {utc(terminate_at)}",
             due_at=terminate_at,
         )
 
@@ -177,7 +177,7 @@ def _decide_stopped(
     if warning.at >= now or now < terminate_at:
         return None
     ttl = humanize(settings.stopped_ttl)
-    warned = iso(warning.at)
+    warned = utc(warning.at)
     if inst.cluster_id is not None:
         return Decision(
             instance=inst,

@@ -18,6 +18,7 @@ from reaper.config import ConfigError, Settings
 from reaper.core.models import Instance, KeptInstance, instance_key
 from reaper.core.units import iso
 from reaper.interfaces import views
+from reaper.interfaces.table import terminal_width
 from reaper.providers.base import ProviderClient
 from reaper.providers.http import HttpOptions
 from reaper.store.base import Store
@@ -28,7 +29,12 @@ EXIT_CONFIG = 2
 
 
 def reap_command(
-    settings: Settings, *, dry_run: bool, json_output: bool, max_terminations: int | None
+    settings: Settings,
+    *,
+    dry_run: bool,
+    json_output: bool,
+    max_terminations: int | None,
+    show_all: bool = False,
 ) -> int:
     from reaper.passes.reap import run_pass
     from reaper.store import open_store
@@ -48,7 +54,7 @@ def reap_command(
     if json_output:
         print(json.dumps(views.reap_json(report), ensure_ascii=False))
     elif not report.lease_taken:
-        print(views.reap_table(report))
+        print(views.reap_table(report, show_all=show_all, width=terminal_width()))
     return report.exit_code
 
 
@@ -129,7 +135,7 @@ def unkeep_command(settings: Settings, *, target: str) -> int:
 def audit_command(settings: Settings, *, json_output: bool) -> int:
     from reaper.store import open_store
 
-    store = open_store(settings.state, read_only=True)
+    store = open_store(settings.state, read_only=True, existing=True)
     try:
         records = store.audit_log()
     finally:
@@ -137,7 +143,7 @@ def audit_command(settings: Settings, *, json_output: bool) -> int:
     if json_output:
         print(json.dumps(views.audit_json(records), ensure_ascii=False))
     else:
-        print(views.audit_table(records))
+        print(views.audit_table(records, width=terminal_width()))
     return EXIT_OK
 
 
@@ -145,17 +151,22 @@ def status_command(settings: Settings, json_output: bool) -> int:
     """`reaper status`: monitors, the stopped fleet and the last reap, as the store knows them."""
     from reaper.store import open_store
 
-    store = open_store(settings.state, read_only=True)
+    store = open_store(settings.state, read_only=True, existing=True)
     try:
         data = views.status_json(
-            settings, store.list_monitors(), store.last_reap(), store.history(), SystemClock().now()
+            settings,
+            store.list_monitors(),
+            store.last_reap(),
+            store.history(),
+            SystemClock().now(),
+            store.listings(),
         )
     finally:
         store.close()
     if json_output:
         print(json.dumps(data, ensure_ascii=False))
     else:
-        print("\n".join(views.status_lines(data)))
+        print("\n".join(views.status_lines(data, width=terminal_width())))
     return EXIT_OK
 
 
@@ -199,7 +210,7 @@ def report_command(
 
     settings.require_provider_keys()
     now = (clock or SystemClock()).now()
-    store = open_store(settings.state, read_only=True)
+    store = open_store(settings.state, read_only=True, existing=True)
     try:
         digest = asyncio.run(with_clients(settings, store, None, now, http_options))
     finally:
@@ -207,7 +218,7 @@ def report_command(
     if json_output:
         print(json.dumps(views.digest_json(digest), ensure_ascii=False))
     else:
-        print(views.digest_text(digest))
+        print(views.digest_text(digest, width=terminal_width()))
     for problem in digest.errors:
         print(f"reaper: {problem.provider}/{problem.account}: {problem.message}", file=sys.stderr)
     return 1 if digest.errors else 0

@@ -376,7 +376,12 @@ def _take_failed(app: App, mark: str, now: datetime) -> bool:
 async def _status(request: Request, app: App, params: Params) -> Response:
     store = app.store
     data = status_json(
-        app.settings, store.list_monitors(), store.last_reap(), store.history(), app.clock.now()
+        app.settings,
+        store.list_monitors(),
+        store.last_reap(),
+        store.history(),
+        app.clock.now(),
+        store.listings(),
     )
     return _json(200, data)
 
