@@ -230,7 +230,7 @@ def main() -> None:
     print(f"  speed-up over sequential: {ratio:.1f}x")
     print(
         f"  import reaper: {_import_ms('reaper')} ms   "
-        f"import reaper.reap: {_import_ms('reaper.reap')} ms"
+        f"import reaper.passes.reap: {_import_ms('reaper.passes.reap')} ms"
     )
     verdict = concurrent["wall_s"] < 5.0 and concurrent["peak_rss_mb"] < 100
     print(f"  targets (< 5 s, < 100 MB): {'met' if verdict else 'NOT met'}")

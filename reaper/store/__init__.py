@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import os
+
 from reaper.config import ConfigError, StateURL
 from reaper.store.base import ReadOnlyStoreError, Store
 
@@ -72,8 +74,6 @@ def _open_dynamodb(url: StateURL, *, read_only: bool) -> Store:
 
     # `?region=` first, then AWS_REGION (boto3 itself reads only AWS_DEFAULT_REGION and the
     # profile's config, while Lambda and most AWS tooling set AWS_REGION), then boto3's own.
-    import os
-
     region = url.region or (os.environ.get("AWS_REGION") or "").strip() or None
     try:
         client = make_client(region)
