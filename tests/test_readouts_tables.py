@@ -100,3 +100,19 @@ def test_the_report_headline_names_an_account_that_did_not_answer(tmp_path: Path
     when = r"\d{4}-\d\d-\d\d \d\d:\d\d UTC"
     expected = rf"report at {when}: spend now \$0\.50/h — RunPod main did not answer"
     assert re.fullmatch(expected, headline), headline
+
+
+def test_the_digest_title_names_an_account_that_did_not_answer() -> None:
+    from reaper.core.digest import ProblemLine, Survey, build_digest, digest_alert
+    from tests.settings_support import settings as settings_of
+
+    live = Survey(
+        errors=[ProblemLine(provider="runpod", account="main", message="HTTP 503")],
+        listed=[("vast", "main")],
+        labels={"runpod": "RunPod", "vast": "Vast"},
+    )
+    now = datetime(2026, 5, 4, 8, 0, tzinfo=UTC)
+    alert = digest_alert(build_digest(now, live, [], [], [], settings_of()))
+    assert alert.title == (
+        "Daily digest: $0.00/h now (RunPod main did not answer); nothing reaped in 24h"
+    )

@@ -262,6 +262,12 @@ def _balance_text(digest: Digest, b: BalanceLine) -> str:
     return f"{_who(digest, b.provider, b.account)} {money(b.balance)}{left}{low}"
 
 
+def _unanswered(digest: Digest) -> str:
+    """The accounts whose listing failed, beside the total that leaves them out."""
+    failed = [_who(digest, e.provider, e.account) for e in digest.errors]
+    return f" ({', '.join(failed)} did not answer)" if failed else ""
+
+
 def digest_alert(digest: Digest) -> Alert:
     """One message a day: the title is the money, the body one short line per topic."""
     reaped = (
@@ -291,7 +297,7 @@ def digest_alert(digest: Digest) -> Alert:
         else "Nothing needs you. `reaper report` has the details."
     )
     return Alert(
-        title=f"Daily digest: {money(digest.spend_per_hour)}/h now{reaped}",
+        title=f"Daily digest: {money(digest.spend_per_hour)}/h now{_unanswered(digest)}{reaped}",
         body="\n".join(lines),
         level="warning" if digest.needs_attention else "info",
         event="digest",

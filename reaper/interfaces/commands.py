@@ -16,7 +16,7 @@ from reaper.channels.base import ChannelOptions, Notifier
 from reaper.clock import Clock, SystemClock
 from reaper.config import ConfigError, Settings
 from reaper.core.models import Instance, KeptInstance, instance_key
-from reaper.core.units import iso
+from reaper.core.units import utc
 from reaper.interfaces import views
 from reaper.interfaces.table import terminal_width
 from reaper.providers.base import ProviderClient
@@ -103,10 +103,10 @@ def keep_command(settings: Settings, *, target: str, duration: timedelta | None)
         store.close()
     log.event("keep", provider=provider, id=instance_id, until=until, result="kept")
     name = f" ({seen.name})" if seen is not None and seen.name else ""
-    print(f"kept {key}{name} " + (f"until {iso(until)}" if until else "until further notice"))
+    print(f"kept {key}{name} " + (f"until {utc(until)}" if until else "until further notice"))
     if seen is None:
         where = (
-            f"the last listing ({iso(listed_at)})"
+            f"the last listing ({utc(listed_at)})"
             if listed_at
             else f"any listing yet (no reap pass has listed {provider})"
         )
