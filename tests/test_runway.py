@@ -24,6 +24,8 @@ from tests.reap_support import events, world
         (10.0, None, None),
         (10.0, 0.0, None),
         (10.0, -1.0, None),
+        (10.0, float("inf"), None),
+        (float("nan"), 1.0, None),
     ],
 )
 def test_runway_hours(balance: float | None, spend: float | None, hours: float | None) -> None:
