@@ -16,10 +16,10 @@ import signal
 import sys
 import tempfile
 import threading
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from reaper.config import ConfigError
 
@@ -65,15 +65,19 @@ def export_lines(fleet: Fleet, runpod_url: str, vast_url: str, state: Path | Non
 
 @contextmanager
 def _stopped_by_signals(stop: threading.Event) -> Iterator[None]:
-    """SIGTERM ends it as Ctrl-C does (only the main thread can take signals)."""
+    """Ctrl-C and SIGTERM set `stop`, from before the first line is printed (a signal that
+    arrives while the servers start must still end in a clean stop), and only in the main
+    thread (the only one that can take signals)."""
     if threading.current_thread() is not threading.main_thread():
         yield
         return
-    previous = signal.signal(signal.SIGTERM, lambda *_: stop.set())
+    handled = (signal.SIGINT, signal.SIGTERM)
+    previous = {sig: signal.signal(sig, lambda *_: stop.set()) for sig in handled}
     try:
         yield
     finally:
-        signal.signal(signal.SIGTERM, previous)
+        for sig, handler in previous.items():
+            signal.signal(sig, handler)
 
 
 def emulate_command(
@@ -82,7 +86,6 @@ def emulate_command(
     runpod_port: int = 0,
     vast_port: int = 0,
     stop: threading.Event | None = None,
-    on_ready: Callable[[dict[str, Any]], None] | None = None,
 ) -> int:
     """Serve until Ctrl-C/SIGTERM (or `stop`, for tests); 0 then, 1 when a port is taken,
     2 for a bad fleet file or missing emulators."""
@@ -95,31 +98,26 @@ def emulate_command(
     vast = VastEmulator(checked.vast.accounts, port=vast_port)
     state_dir = Path(tempfile.mkdtemp(prefix="reaper-emulate-"))
     try:
-        for emulator, port in ((runpod, runpod_port), (vast, vast_port)):
-            try:
-                emulator.start()
-            except OSError as exc:
-                reason = exc.strerror or str(exc)
-                print(f"reaper: cannot listen on 127.0.0.1:{port}: {reason}", file=sys.stderr)
-                return 1
-        populate(checked, runpod, vast)
-        pods, instances = checked.size
-        print(
-            f"# reaper emulate: RunPod on {runpod.url}, Vast on {vast.url}; {pods} pods and"
-            f" {instances} instances from {path.name}. Fake keys; nothing leaves this machine."
-        )
-        print("# In another shell, paste these lines, then try: reaper reap --dry-run")
-        for line in export_lines(checked, runpod.url, vast.url, state_dir / "state.db"):
-            print(line)
-        print("# Ctrl-C stops the emulators (their fleet and this state go with them).")
-        sys.stdout.flush()
-        if on_ready is not None:
-            on_ready({"runpod": runpod, "vast": vast, "state": state_dir / "state.db"})
         with _stopped_by_signals(stop):
-            try:
-                while not stop.wait(0.2):
-                    pass
-            except KeyboardInterrupt:
+            for emulator, port in ((runpod, runpod_port), (vast, vast_port)):
+                try:
+                    emulator.start()
+                except OSError as exc:
+                    reason = exc.strerror or str(exc)
+                    print(f"reaper: cannot listen on 127.0.0.1:{port}: {reason}", file=sys.stderr)
+                    return 1
+            populate(checked, runpod, vast)
+            pods, instances = checked.size
+            print(
+                f"# reaper emulate: RunPod on {runpod.url}, Vast on {vast.url}; {pods} pods and"
+                f" {instances} instances from {path.name}. Fake keys; nothing leaves this machine."
+            )
+            print("# In another shell, paste these lines, then try: reaper reap --dry-run")
+            for line in export_lines(checked, runpod.url, vast.url, state_dir / "state.db"):
+                print(line)
+            print("# Ctrl-C stops the emulators (their fleet and this state go with them).")
+            sys.stdout.flush()
+            while not stop.wait(0.2):
                 pass
         print("reaper: emulators stopped", file=sys.stderr)
         return 0
