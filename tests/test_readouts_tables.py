@@ -116,3 +116,28 @@ def test_the_digest_title_names_an_account_that_did_not_answer() -> None:
     assert alert.title == (
         "Daily digest: $0.00/h now (RunPod main did not answer); nothing reaped in 24h"
     )
+
+
+def test_the_audit_table_opens_with_what_is_not_confirmed() -> None:
+    from reaper.core.models import AuditRecord
+    from reaper.interfaces.views import audit_table
+
+    at = datetime(2026, 5, 4, 9, 30, 12, 345678, tzinfo=UTC)
+    records = [
+        AuditRecord(
+            provider="runpod",
+            account="main",
+            id=f"p{n}",
+            name=f"sweep-{n}",
+            reason="stopped for 1d, limit 1d",
+            requested_at=at,
+            cost_per_hour=0.05,
+            result="deleted",
+            confirmed=n == 0,
+        )
+        for n in range(2)
+    ]
+    lines = audit_table(records).splitlines()
+    assert lines[0] == "2 terminations: 1 confirmed, 1 NOT confirmed (check them in the console)"
+    assert lines[1].split()[:2] == ["when", "provider"]
+    assert lines[2].startswith("2026-05-04 09:30 UTC  runpod")

@@ -457,13 +457,18 @@ def audit_table(records: Sequence[AuditRecord], *, width: int | None = None) -> 
         ]
         for r in records
     ]
-    return format_table(
+    unconfirmed = sum(1 for r in records if not r.confirmed)
+    summary = f"{len(records)} terminations: {len(records) - unconfirmed} confirmed" + (
+        f", {unconfirmed} NOT confirmed (check them in the console)" if unconfirmed else ""
+    )
+    table = format_table(
         ["when", "provider", "account", "id", "name", "result", "confirmed", "why"],
         rows,
         max_width=80,
         width=width,
         shrink_first=(7, 4),
     )
+    return f"{summary}\n{table}"
 
 
 # --- report ---------------------------------------------------------------------------------
