@@ -37,7 +37,8 @@ def reap(c: Context, dry_run: bool = False, json: bool = False, max_terminations
         args += ["--max-terminations", max_terminations]
     command = " ".join(shlex.quote(a) for a in [_python(), "-m", "reaper", *args])
     with c.cd(str(ROOT)):
-        result = c.run(command, pty=False, warn=True, hide=False)
+        # No stdin: nothing here reads it (and a captured one, as under pytest, breaks it).
+        result = c.run(command, pty=False, warn=True, hide=False, in_stream=False)
     if result is not None and result.exited:
         sys.exit(result.exited)
 

@@ -47,3 +47,18 @@ def test_a_bad_max_terminations_is_the_cli_one_line_and_exit_2(tmp_path: Path) -
     assert done.returncode == 2
     assert "--max-terminations: expected a whole number >= 0" in done.stderr
     assert "Traceback" not in done.stderr
+
+
+def test_the_task_runs_in_process_too(tmp_path: Path, monkeypatch, capfd) -> None:  # type: ignore[no-untyped-def]
+    """Called as a function (as a test or another task would), under a captured stdin."""
+    from invoke.context import Context
+
+    import tasks
+
+    with world(tmp_path, start=datetime.now(UTC)) as w:
+        w.runpod.add_pod("p1", name="sweep", status="EXITED")
+        for name, value in w.env().items():
+            monkeypatch.setenv(name, value)
+        tasks.reap(Context(), dry_run=True, json=True)
+    report = json.loads(capfd.readouterr().out)
+    assert [i["id"] for i in report["instances"]] == ["p1"]
