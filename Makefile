@@ -1,6 +1,6 @@
 # The two commands of the README: `make demo` and `make test`. Both build .venv from nothing.
 # `make demo` installs only what the demo runs: the pinned runtime (requirements.txt), reaper
-# and the emulators (21 packages, 55 MB, about 25 s from a fresh clone). `make test` adds the
+# and the emulators (21 packages, 55 MB, under 30 s from a fresh clone). `make test` adds the
 # development toolchain (requirements-dev.txt: pytest, mypy, ruff, moto, ...) on top of that.
 PYTHON ?= python3
 VENV := .venv
