@@ -92,10 +92,12 @@ class RunPodEmulator(EmulatorServer[str, _Pod]):
         delete_never_confirms: bool = False,
         now: Callable[[], datetime] | None = None,
         host: str = "127.0.0.1",
+        port: int = 0,
     ) -> None:
         super().__init__(
             keys,
             host=host,
+            port=port,
             delete_linger_reads=delete_linger_reads,
             delete_never_confirms=delete_never_confirms,
             now=now,

@@ -196,6 +196,7 @@ class EmulatorServer(Generic[IdT, EntryT]):
         delete_linger_reads: int = 0,
         delete_never_confirms: bool = False,
         now: Callable[[], datetime] | None = None,
+        port: int = 0,
     ) -> None:
         self.keys = dict(keys or {"1": f"{self.provider}-emulator-key-1"})
         if not self.keys:
@@ -212,7 +213,8 @@ class EmulatorServer(Generic[IdT, EntryT]):
         self._down: DownMode | None = None
         self._server: _Server | None = None
         self._thread: threading.Thread | None = None
-        self._port = 0
+        # 0: any free port, chosen when started (`reaper emulate --runpod-port` picks one).
+        self._port = port
         self._quota: tuple[int, float] | None = None
         self._window: dict[str, tuple[float, int]] = {}
         self.delete_linger_reads = delete_linger_reads

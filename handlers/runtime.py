@@ -40,6 +40,7 @@ def load(
     )
     if settings.state.kind != "dynamodb":
         raise ConfigError("REAPER_STATE", "on Lambda expected dynamodb://<table>")
+    log.apply_settings(settings.log_level, settings.log_format)
     return settings
 
 

@@ -15,9 +15,10 @@ from __future__ import annotations
 import ipaddress
 import os
 import re
+import sys
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
-from datetime import timedelta
+from datetime import time, timedelta
 from importlib import import_module
 from pathlib import Path
 from typing import ClassVar, Literal
@@ -118,6 +119,14 @@ class Settings:
     require_channel: bool = True
     # Stuck starting, scheduling, in error or abandoned this long: named in an alert.
     stuck_after: timedelta | None = timedelta(hours=6)
+    # --- newcomer and operator (#19) -------------------------------------------------------
+    # Runway: alert when a balance lasts fewer hours than this at the current spend; 0 = off.
+    balance_hours: float = 12.0
+    # Logs: the lowest level written, and the format (None: JSON on Lambda, text elsewhere).
+    log_level: Literal["debug", "info", "warning", "error"] = "info"
+    log_format: Literal["text", "json"] | None = None
+    # The daily digest's time of day (UTC), under `reaper serve` and on AWS alike.
+    digest_at: time = time(8, 0)
     # REAPER_PUBLIC_URL: the base URL people reach (action links in alerts, the status page),
     # without a trailing slash; None: no link-based actions are offered.
     public_url: str | None = None
@@ -190,9 +199,9 @@ def default_state_path() -> Path:
     return Path(base) / "reaper" / "state.db"
 
 
-_DURATION_PART = re.compile(r"(\d+)([smhd])")
-_DURATION_WHOLE = re.compile(r"(?:\d+[smhd])+")
-_UNIT_SECONDS = {"s": 1, "m": 60, "h": 3600, "d": 86400}
+_DURATION_PART = re.compile(r"(\d+)([smhdw])")
+_DURATION_WHOLE = re.compile(r"(?:\d+[smhdw])+")
+_UNIT_SECONDS = {"s": 1, "m": 60, "h": 3600, "d": 86400, "w": 7 * 86400}
 
 
 # Longer than any schedule or TTL anyone means (ten years), and far inside what a timedelta
@@ -201,10 +210,10 @@ MAX_DURATION_SECONDS = 10 * 366 * 86400
 
 
 def parse_duration(text: str, variable: str) -> timedelta:
-    """`<int>` + `s`/`m`/`h`/`d`, compounds like `1h30m`. Bare numbers and zero are errors:
+    """`<int>` + `s`/`m`/`h`/`d`/`w`, compounds like `1h30m`. Bare numbers and zero are errors:
     a bare `24` could mean hours or seconds, and guessing wrong destroys someone's pod."""
     cleaned = text.strip().lower()
-    expected = "a duration like 30m, 24h, 1h30m or 3d (a number with s/m/h/d, above zero)"
+    expected = "a duration like 30m, 24h, 1h30m, 3d or 2w (a number with s/m/h/d/w, above zero)"
     if not _DURATION_WHOLE.fullmatch(cleaned):
         raise ConfigError(variable, f"expected {expected}, got {text!r}")
     seconds = sum(int(n) * _UNIT_SECONDS[u] for n, u in _DURATION_PART.findall(cleaned))
@@ -385,7 +394,9 @@ def read_dotenv(path: Path) -> dict[str, str]:
     """
     values: dict[str, str] = {}
     try:
-        text = path.read_text(encoding="utf-8")
+        # utf-8-sig: an editor on Windows saves a byte order mark first, which would otherwise
+        # make the first line's name unreadable.
+        text = path.read_text(encoding="utf-8-sig")
     except FileNotFoundError:
         return values
     except (OSError, UnicodeDecodeError) as exc:
@@ -419,9 +430,11 @@ def load_settings(
     Variables already in the environment win over the file, as with every dotenv tool. An
     empty value counts as unset.
     """
-    values: dict[str, str] = read_dotenv(dotenv) if dotenv is not None else {}
-    values.update(os.environ if environ is None else environ)
+    from_file: dict[str, str] = read_dotenv(dotenv) if dotenv is not None else {}
+    given = os.environ if environ is None else environ
+    values = {**from_file, **given}
     env = Env(values)
+    _warn_unknown(values, {n for n in from_file if n not in given}, dotenv)
     get = env.get
 
     kwargs: dict[str, object] = {}
@@ -479,6 +492,8 @@ def load_settings(
     channels = [plugin_settings(path).read(env) for path in CHANNELS.values()]
     kwargs["channels"] = tuple(c for c in channels if isinstance(c, ChannelSettings))
 
+    _read_operator_settings(get, kwargs)
+
     settings = Settings(**kwargs)  # type: ignore[arg-type]
     _check_relations(settings)
     return settings
@@ -496,3 +511,68 @@ def _check_relations(settings: Settings) -> None:
         raise ConfigError("REAPER_ADMIN_KEY", "must differ from REAPER_PING_KEY")
     if not settings.protect_marker:
         raise ConfigError("REAPER_PROTECT", "expected a non-empty marker such as reaper:keep")
+
+
+# --- newcomer and operator (#19): runway, logs, the digest's time, unknown names -------------
+
+
+def parse_hours(text: str, variable: str) -> float:
+    """A number of hours (12, 1.5); 0 turns the alert off."""
+    try:
+        value = float(text.strip())
+    except ValueError:
+        raise ConfigError(
+            variable, f"expected a number of hours like 12 or 1.5 (0 = off), got {text!r}"
+        ) from None
+    if not 0 <= value < float("inf"):
+        raise ConfigError(variable, f"expected a number of hours >= 0, got {text!r}")
+    return value
+
+
+def parse_time_of_day(text: str, variable: str) -> time:
+    """`HH:MM` on the 24-hour clock, in UTC."""
+    match = re.fullmatch(r"(\d{1,2}):(\d{2})", text.strip())
+    if not match or int(match[1]) > 23 or int(match[2]) > 59:
+        raise ConfigError(variable, f"expected a UTC time of day like 08:00 or 17:30, got {text!r}")
+    return time(int(match[1]), int(match[2]))
+
+
+_LOG_LEVELS = ("debug", "info", "warning", "error")
+_LOG_FORMATS = ("text", "json")
+
+
+def _read_operator_settings(get: Callable[[str], str | None], kwargs: dict[str, object]) -> None:
+    if (raw := get("BALANCE_HOURS")) is not None:
+        kwargs["balance_hours"] = parse_hours(raw, "BALANCE_HOURS")
+    if (raw := get("LOG_LEVEL")) is not None:
+        level = raw.strip().lower()
+        if level not in _LOG_LEVELS:
+            raise ConfigError("LOG_LEVEL", f"expected debug, info, warning or error, got {raw!r}")
+        kwargs["log_level"] = level
+    if (raw := get("LOG_FORMAT")) is not None:
+        fmt = raw.strip().lower()
+        if fmt not in _LOG_FORMATS:
+            raise ConfigError("LOG_FORMAT", f"expected text or json, got {raw!r}")
+        kwargs["log_format"] = fmt
+    if (raw := get("REAPER_DIGEST_AT")) is not None:
+        kwargs["digest_at"] = parse_time_of_day(raw, "REAPER_DIGEST_AT")
+
+
+def known_variables() -> set[str]:
+    """Every variable name reaper, its plugins, its deployment and its kit read."""
+    from reaper.known_settings import CORE_VARIABLES, OTHER_VARIABLES
+
+    names = set(CORE_VARIABLES) | set(OTHER_VARIABLES)
+    for path in (*PROVIDERS.values(), *CHANNELS.values()):
+        names |= set(plugin_settings(path).variables)
+    return names
+
+
+def _warn_unknown(values: Mapping[str, str], from_file: set[str], dotenv: Path | None) -> None:
+    """A misspelt setting is not read and its default applies: say so, one line each, on
+    stderr. Never an error (another tool's variable may share a prefix)."""
+    from reaper.known_settings import unknown_setting_warnings
+
+    source = {name: dotenv.name for name in from_file} if dotenv is not None else {}
+    for line in unknown_setting_warnings(values, known_variables(), source=source):
+        print(f"reaper: {line}", file=sys.stderr)

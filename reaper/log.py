@@ -1,13 +1,18 @@
-"""Structured events: one JSON object per event on Lambda, a readable line in a terminal.
+"""Structured events through the standard `logging` module: one JSON object per line on Lambda
+(and with `LOG_FORMAT=json`), a readable line with its time and level in a terminal.
 
 Every part of reaper logs through `event()`, which scrubs every registered secret (provider
 keys, the ping key, channel tokens) from every value, so a key that slipped into an error
-message from a provider still never reaches a log.
+message from a provider still never reaches a log. The events go to the `reaper` logger, which
+does not propagate (the Lambda runtime's root handler would print each line twice); `serve`
+routes uvicorn's own `uvicorn.error` lines through the same handler, so that every line of the
+process has one shape. `LOG_LEVEL` sets the lowest level written.
 """
 
 from __future__ import annotations
 
 import json
+import logging
 import os
 import sys
 import threading
@@ -21,6 +26,16 @@ _stream: TextIO | None = None
 _quiet = False
 
 REDACTED = "[redacted]"
+LOGGER = "reaper"
+# Outcomes that are worth a WARNING line rather than an INFO one.
+_WARNING_RESULTS = frozenset({"error", "failed", "config_error", "bad_event", "undelivered"})
+_ERROR_EVENTS = frozenset({"schedule_error", "close_error"})
+_LEVELS = {
+    "debug": logging.DEBUG,
+    "info": logging.INFO,
+    "warning": logging.WARNING,
+    "error": logging.ERROR,
+}
 
 
 def register_secrets(values: list[str] | set[str] | tuple[str, ...]) -> None:
@@ -43,20 +58,99 @@ def redact(text: str) -> str:
     return text
 
 
-def configure(
-    *, json_lines: bool | None = None, stream: TextIO | None = None, quiet: bool = False
-) -> None:
-    """Choose the format: JSON lines when asked, or by default when running on Lambda."""
-    global _json_mode, _stream, _quiet
-    _json_mode = json_lines
-    _stream = stream
-    _quiet = quiet
+def _timestamp() -> str:
+    """The wall clock to the millisecond, UTC: when the line was written."""
+    return datetime.now(UTC).isoformat(timespec="milliseconds").replace("+00:00", "Z")
 
 
 def _use_json() -> bool:
     if _json_mode is not None:
         return _json_mode
     return bool(os.environ.get("AWS_LAMBDA_FUNCTION_NAME"))
+
+
+class _Handler(logging.Handler):
+    """Writes to the configured stream, or to whatever `sys.stderr` is at the time of the
+    write (a test's captured one included)."""
+
+    def emit(self, record: logging.LogRecord) -> None:
+        try:
+            line = self.format(record)
+        except Exception:
+            return
+        stream = _stream or sys.stderr
+        with _lock:
+            try:
+                stream.write(line + "\n")
+                stream.flush()
+            except (OSError, ValueError):
+                pass
+
+
+class _Formatter(logging.Formatter):
+    """reaper's events carry their fields (`record.fields`); any other record (uvicorn's) is
+    an event named by its logger with the message as a field. Both are redacted."""
+
+    def format(self, record: logging.LogRecord) -> str:
+        fields: dict[str, Any] | None = getattr(record, "fields", None)
+        if fields is None:
+            name = record.name
+            fields = {"message": redact(record.getMessage())}
+        else:
+            name = record.getMessage()
+        level = record.levelname.lower()
+        if _use_json():
+            data = {"ts": _timestamp(), "level": level, "event": name, **fields}
+            return json.dumps(data, ensure_ascii=False, default=str)
+        parts = [f"{k}={v}" for k, v in fields.items() if v is not None]
+        return f"{_timestamp()} {level.upper():<7} {name:<22} " + " ".join(parts)
+
+
+_handler = _Handler()
+_handler.setFormatter(_Formatter())
+
+
+def _install(name: str, *, propagate: bool) -> logging.Logger:
+    logger = logging.getLogger(name)
+    if _handler not in logger.handlers:
+        logger.addHandler(_handler)
+    logger.propagate = propagate
+    return logger
+
+
+_logger = _install(LOGGER, propagate=False)
+_logger.setLevel(logging.INFO)
+
+
+def configure(
+    *,
+    json_lines: bool | None = None,
+    stream: TextIO | None = None,
+    quiet: bool = False,
+    level: str = "info",
+) -> None:
+    """Choose the format (JSON lines when asked, or by default when running on Lambda), the
+    stream (stderr by default) and the lowest level written."""
+    global _json_mode, _stream, _quiet
+    _json_mode = json_lines
+    _stream = stream
+    _quiet = quiet
+    _logger.setLevel(_LEVELS.get(level, logging.INFO))
+
+
+def apply_settings(level: str, log_format: str | None) -> None:
+    """`LOG_LEVEL` and `LOG_FORMAT` from the settings; an unset format keeps the current one
+    (JSON on Lambda, text elsewhere), and the stream stays where it is."""
+    global _json_mode
+    _logger.setLevel(_LEVELS.get(level, logging.INFO))
+    if log_format is not None:
+        _json_mode = log_format == "json"
+
+
+def route_uvicorn() -> None:
+    """uvicorn's own lines (`uvicorn.error`: start-up failures, warnings) through the same
+    handler and format. Its access log stays off: it would write the ping key."""
+    _install("uvicorn", propagate=True)
 
 
 def _clean(value: Any) -> Any:
@@ -73,21 +167,28 @@ def _clean(value: Any) -> Any:
     return redact(str(value))
 
 
+def _level_of(name: str, fields: dict[str, Any]) -> int:
+    if name in _ERROR_EVENTS:
+        return logging.ERROR
+    if fields.get("result") in _WARNING_RESULTS:
+        return logging.WARNING
+    return logging.INFO
+
+
 def event(name: str, /, **fields: Any) -> None:
-    """Log one event. Fields with None values are left out of the readable form."""
+    """Log one event, at INFO (WARNING for a failed outcome, ERROR for a pass that raised).
+    Fields with None values are left out of the readable form."""
     if _quiet:
         return
-    record = {"event": name, **{k: _clean(v) for k, v in fields.items()}}
-    stream = _stream or sys.stderr
-    if _use_json():
-        record = {"ts": datetime.now(UTC).isoformat().replace("+00:00", "Z"), **record}
-        line = json.dumps(record, ensure_ascii=False, default=str)
-    else:
-        parts = [f"{k}={v}" for k, v in record.items() if k != "event" and v is not None]
-        line = f"{name:<22} " + " ".join(parts)
-    with _lock:
-        try:
-            stream.write(line + "\n")
-            stream.flush()
-        except (OSError, ValueError):
-            pass
+    level = _level_of(name, fields)
+    if not _logger.isEnabledFor(level):
+        return
+    cleaned = {k: _clean(v) for k, v in fields.items()}
+    _logger.log(level, name, extra={"fields": cleaned})
+
+
+def debug(name: str, /, **fields: Any) -> None:
+    """An event only `LOG_LEVEL=debug` writes."""
+    if _quiet or not _logger.isEnabledFor(logging.DEBUG):
+        return
+    _logger.debug(name, extra={"fields": {k: _clean(v) for k, v in fields.items()}})

@@ -130,10 +130,21 @@ def screenshot(driver: Any, name: str, *, full_page: bool = True) -> Path:
 
 def submit(browser: Any, button: Any) -> None:
     """Click a form's button and wait until the browser has left the page it was on."""
+    from selenium.common.exceptions import WebDriverException
     from selenium.webdriver.common.by import By
-    from selenium.webdriver.support import expected_conditions
     from selenium.webdriver.support.ui import WebDriverWait
 
     page = browser.find_element(By.TAG_NAME, "html")
     button.click()
-    WebDriverWait(browser, 10).until(expected_conditions.staleness_of(page))
+
+    def left(_driver: Any) -> bool:
+        # Asking an element of a page being replaced may fail in more ways than "stale":
+        # chromium also answers "Node with given id does not belong to the document" while
+        # it swaps documents. Either way the old page is gone.
+        try:
+            page.is_enabled()
+        except WebDriverException:
+            return True
+        return False
+
+    WebDriverWait(browser, 10).until(left)

@@ -58,13 +58,15 @@ def test_state_default_follows_xdg_state_home(monkeypatch: pytest.MonkeyPatch) -
         ("1h30m", timedelta(hours=1, minutes=30)),
         ("1d2h3m4s", timedelta(days=1, hours=2, minutes=3, seconds=4)),
         (" 2H ", timedelta(hours=2)),
+        ("2w", timedelta(weeks=2)),
+        ("1w3d", timedelta(days=10)),
     ],
 )
 def test_durations_parse(text: str, expected: timedelta) -> None:
     assert parse_duration(text, "X") == expected
 
 
-@pytest.mark.parametrize("text", ["24", "0h", "0s", "-1h", "1.5h", "h", "1h 30m", "1w", "", "1hm"])
+@pytest.mark.parametrize("text", ["24", "0h", "0s", "-1h", "1.5h", "h", "1h 30m", "1y", "", "1hm"])
 def test_bad_durations_are_errors_naming_the_variable(text: str) -> None:
     with pytest.raises(ConfigError) as err:
         parse_duration(text, "HEARTBEAT_TIMEOUT")

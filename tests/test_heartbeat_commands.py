@@ -78,7 +78,19 @@ def test_status_json_lists_monitors_and_the_last_reap(
 def test_status_text_and_no_database_created(
     state: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
+    SQLiteStore(str(state)).close()
+    before = state.read_bytes()
     assert main(["status"]) == 0
     out = capsys.readouterr().out
-    assert "monitors: 0 up" in out and "reaping is off" in out
-    assert not state.exists()  # status only reads
+    assert "monitors 0 up" in out and "reaping is off" in out
+    assert state.read_bytes() == before  # status only reads
+
+
+def test_status_without_a_database_is_one_line_and_exit_2(
+    state: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    assert main(["status"]) == 2
+    out, err = capsys.readouterr()
+    assert out == "" and len(err.strip().splitlines()) == 1
+    assert "REAPER_STATE" in err and str(state) in err
+    assert not state.exists()  # and creates none

@@ -313,6 +313,9 @@ def _calls() -> dict[str, Callable[[], Alert]]:
         "running_without_watchdog": lambda: messages.running_without_watchdog(RUNPOD, NOW),
         "reaper_silent": lambda: messages.reaper_silent(None, NOW),
         "balance_low": lambda: messages.balance_low("runpod", "RunPod", "1", 1.0, None, 5.0),
+        "balance_runway": lambda: messages.balance_runway(
+            "vast", "Vast", "main", 16.95, 67.78, 0.25, 12.0
+        ),
         "test_message": messages.test_message,
         "webhook": lambda: messages.webhook("hi"),
     }

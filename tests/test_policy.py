@@ -69,7 +69,7 @@ def test_inside_the_warning_window_it_warns_with_the_deadline() -> None:
     assert decision.action == "warn"
     # Due in 50 minutes, but the warning promises the full hour of notice.
     assert decision.due_at == NOW + H
-    assert "2026-06-01T13:00:00Z" in decision.reason
+    assert "2026-06-01 13:00 UTC" in decision.reason
 
 
 def test_due_without_a_warning_warns_first_and_gives_the_full_notice() -> None:

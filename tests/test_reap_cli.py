@@ -96,7 +96,15 @@ def test_keep_then_audit(tmp_path: Path) -> None:
         assert [(a["id"], a["action"]) for a in actions] == [(pod, "protect")]
         audit = cli(w, "audit", "--json")
         assert audit.returncode == 0
-        assert json.loads(audit.stdout) == {"terminations": [], "actions": []}
+        recorded = json.loads(audit.stdout)
+        assert recorded["terminations"] == []
+        # The keep itself is on the record, naming the command line.
+        [keep] = recorded["actions"]
+        assert (keep["kind"], keep["targets"], keep["via"]) == (
+            "keep",
+            [f"runpod:{pod}"],
+            "command line",
+        )
 
 
 def test_keep_rejects_a_bad_target_with_one_line_and_exit_2(tmp_path: Path) -> None:

@@ -166,6 +166,7 @@ def emulated(tmp_path: Path) -> Iterator[tuple[Settings, RunPodEmulator, VastEmu
             vast_api_url=vast.url,
             state=StateURL("sqlite", str(tmp_path / "state.db")),
         )
+        SQLiteStore(settings.state.location).close()  # `report` reads an existing state
         yield settings, runpod, vast
 
 
@@ -211,6 +212,7 @@ def test_report_json_prints_one_object_and_reads_the_store_read_only(
     capsys: pytest.CaptureFixture[str],
 ) -> None:
     settings, runpod, _ = emulated
+    before = Path(settings.state.location).read_bytes()
     code = report_impl(settings, json_output=True, clock=FakeClock(NOW), http_options=FAST)
     assert code == 0
     data = json.loads(capsys.readouterr().out)
@@ -231,7 +233,7 @@ def test_report_json_prints_one_object_and_reads_the_store_read_only(
     assert [(leak["kind"], leak["id"]) for leak in data["leaks"]] == [("frozen", "301")]
     runpod_balance = next(b for b in data["balances"] if b["provider"] == "runpod")
     assert runpod_balance["low"] is True and runpod_balance["balance"] == 3.0
-    assert not Path(settings.state.location).exists()  # read-only: no database created
+    assert Path(settings.state.location).read_bytes() == before  # read-only: nothing written
     assert runpod.mutations == []
 
 
@@ -244,7 +246,7 @@ def test_report_text_and_a_failed_listing_exit_1(
     code = report_impl(settings, json_output=False, clock=FakeClock(NOW), http_options=FAST)
     out, err = capsys.readouterr()
     assert code == 1
-    assert "spend now $0.79/h" in out and "leaks: none" in out
+    assert "spend now $0.79/h — Vast main did not answer" in out and "leaks: none" in out
     assert "vast/main" in err and VAST_KEY not in out + err
 
 

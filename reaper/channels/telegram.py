@@ -1,8 +1,9 @@
 """Telegram: the Bot API's `sendMessage`, in HTML parse mode.
 
-HTML mode is used only for the bold title; everything that came from outside (instance names,
-provider errors, texts forwarded from instances) is escaped, so `<`, `>`, `&` and quotes arrive
-as typed and nothing can inject markup or links.
+HTML mode is used only for the bold title and for `code` (a pair of backticks on one line, as
+the alerts write commands: `reaper keep runpod:abc`); everything that came from outside (instance
+names, provider errors, texts forwarded from instances) is escaped first, so `<`, `>`, `&` and
+quotes arrive as typed and nothing can inject markup or links.
 
 Long texts are split, not cut: a forwarded log tail is useful whole. Telegram's limit is 4,096
 characters of the text *after* entity parsing, counted in UTF-16 code units (an emoji counts 2),
@@ -103,13 +104,23 @@ def split_text(text: str, limit: int = MESSAGE_LIMIT, max_parts: int = MAX_PARTS
     return [p for p in parts if text[p.start : p.end].strip() or p.suffix]
 
 
+# `code` in a message (a command to run: `reaper keep runpod:abc`), on one line, after escaping.
+_CODE = re.compile(r"`([^`\n]+)`")
+
+
+def _escape(text: str) -> str:
+    """Escaped first, so that nothing from outside can become markup; then each pair of
+    backticks on one line becomes <code> (an unpaired one stays as typed)."""
+    return _CODE.sub(r"<code>\1</code>", html.escape(text))
+
+
 def render_html(text: str, title_end: int, part: Part) -> str:
-    """One part in HTML parse mode: the title's share in <b>, everything escaped."""
-    escape = html.escape
+    """One part in HTML parse mode: the title's share in <b>, everything escaped, `code` as
+    <code>."""
     bold = text[part.start : min(part.end, title_end)] if part.start < title_end else ""
     rest = text[max(part.start, title_end) : part.end]
-    head = f"<b>{escape(bold)}</b>" if bold.strip() else escape(bold)
-    return head + escape(rest) + escape(part.suffix)
+    head = f"<b>{_escape(bold)}</b>" if bold.strip() else _escape(bold)
+    return head + _escape(rest) + html.escape(part.suffix)
 
 
 def render_parts(alert: Alert) -> list[str]:

@@ -16,6 +16,7 @@ from pydantic import BaseModel, ConfigDict
 from reaper.config import Settings
 from reaper.core.leaks import Finding, detect, hours_left, is_low, with_spend
 from reaper.core.models import Alert, AuditRecord, Balance, Episode, Instance, Monitor, Volume
+from reaper.core.runway import runway_short
 from reaper.core.units import HOURS_PER_MONTH, as_utc, humanize, money
 
 DIGEST_WINDOW = timedelta(hours=24)
@@ -60,6 +61,8 @@ class BalanceLine(_Line):
     spend_limit: float | None
     hours_left: float | None
     low: bool | None
+    # The runway (hours_left) is under BALANCE_HOURS; None: unknown, endless, or the check off.
+    runway_short: bool | None = None
 
 
 class LeakLine(_Line):
@@ -100,7 +103,10 @@ class Digest(_Line):
     @property
     def needs_attention(self) -> bool:
         return bool(
-            self.leaks or self.monitors_down or self.errors or any(b.low for b in self.balances)
+            self.leaks
+            or self.monitors_down
+            or self.errors
+            or any(b.low or b.runway_short for b in self.balances)
         )
 
 
@@ -224,6 +230,7 @@ def build_digest(
                 spend_limit=b.spend_limit,
                 hours_left=hours_left(b),
                 low=is_low(b, settings.balance_min),
+                runway_short=runway_short(hours_left(b), settings.balance_hours),
             )
             for b in balances
         ],
@@ -250,9 +257,15 @@ def _leak_label(leak: LeakLine) -> str:
 def _balance_text(digest: Digest, b: BalanceLine) -> str:
     if b.balance is None:
         return f"{_who(digest, b.provider, b.account)} unknown"
-    left = f", {humanize(timedelta(hours=b.hours_left))} left" if b.hours_left else ""
-    low = " LOW" if b.low else ""
+    left = f", {humanize(timedelta(hours=b.hours_left))} left" if b.hours_left is not None else ""
+    low = " LOW" if b.low else " SHORT" if b.runway_short else ""
     return f"{_who(digest, b.provider, b.account)} {money(b.balance)}{left}{low}"
+
+
+def _unanswered(digest: Digest) -> str:
+    """The accounts whose listing failed, beside the total that leaves them out."""
+    failed = [_who(digest, e.provider, e.account) for e in digest.errors]
+    return f" ({', '.join(failed)} did not answer)" if failed else ""
 
 
 def digest_alert(digest: Digest) -> Alert:
@@ -284,7 +297,7 @@ def digest_alert(digest: Digest) -> Alert:
         else "Nothing needs you. `reaper report` has the details."
     )
     return Alert(
-        title=f"Daily digest: {money(digest.spend_per_hour)}/h now{reaped}",
+        title=f"Daily digest: {money(digest.spend_per_hour)}/h now{_unanswered(digest)}{reaped}",
         body="\n".join(lines),
         level="warning" if digest.needs_attention else "info",
         event="digest",

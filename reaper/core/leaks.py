@@ -17,6 +17,7 @@ from pydantic import BaseModel, ConfigDict
 
 from reaper.config import Settings
 from reaper.core.models import AlertLevel, Balance, Episode, Instance, ProviderName, Volume
+from reaper.core.runway import runway_hours
 from reaper.core.units import HOURS_PER_MONTH, money, utc
 
 LeakKind = Literal["frozen", "stuck", "orphan_volume", "max_runtime", "idle", "future_start"]
@@ -320,7 +321,7 @@ def is_low(balance: Balance, minimum: float) -> bool | None:
 
 
 def hours_left(balance: Balance) -> float | None:
-    """Hours until zero at the current spend rate; None when nothing bills or it is unknown."""
-    if balance.balance is None or not balance.spend_per_hour or balance.spend_per_hour <= 0:
-        return None
-    return round(max(balance.balance, 0.0) / balance.spend_per_hour, 2)
+    """Hours until zero at the current spend rate (the runway, rounded for people and JSON);
+    None when nothing bills or it is unknown."""
+    hours = runway_hours(balance.balance, balance.spend_per_hour)
+    return None if hours is None else round(hours, 2)

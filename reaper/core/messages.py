@@ -609,6 +609,34 @@ def fold_heartbeat(alerts: list[Alert], limit: int) -> list[Alert]:
     return [*alerts[: limit - 1], summary]
 
 
+# --- newcomer and operator (#19) ------------------------------------------------------------
+
+
+def balance_runway(
+    provider: str,
+    label: str,
+    account: str,
+    balance: float,
+    spend_per_hour: float,
+    hours: float,
+    threshold_hours: float,
+) -> Alert:
+    """A balance above BALANCE_MIN that lasts fewer than BALANCE_HOURS at what the account
+    spends now (running instances and storage). `label`: the provider's display name."""
+    left = humanize(timedelta(hours=hours))
+    return Alert(
+        title=f"{label} {account}: balance lasts about {left} at {money(spend_per_hour)}/h",
+        body=(
+            f"{money(balance)} left: under {threshold_hours:g}h (BALANCE_HOURS) at the current"
+            " spend of running instances and storage. Top up, or stop what you do not need; at"
+            " zero the provider stops instances."
+        ),
+        level="critical" if hours < 2 else "warning",
+        event="balance_runway",
+        dedup_key=f"balance_runway:{provider}:{account}",
+    )
+
+
 # --- actions from the phone ---------------------------------------------------------------
 # The buttons an alert offers and the one-line answers a press or an action link gets. Every
 # action is carried out (or refused) by the same checks as the command line; these only choose

@@ -48,7 +48,7 @@ from reaper.core.models import (
     TerminationRequest,
     WarningRecord,
 )
-from reaper.core.units import humanize, iso
+from reaper.core.units import humanize, utc
 
 # States that mean "it runs again": only these reset the stopped clock.
 RESETTING_STATES = frozenset({"running", "starting"})
@@ -74,7 +74,7 @@ def protection_reason(inst: Instance, history: History, now: datetime, marker: s
         return f"name contains the protect marker {marker!r}"
     kept = history.kept.get(inst.key)
     if kept is not None and kept.active(now):
-        until = f" until {iso(kept.until)}" if kept.until else ""
+        until = f" until {utc(kept.until)}" if kept.until else ""
         return f"kept by `reaper keep`{until}"
     return None
 
@@ -112,7 +112,7 @@ def stretch_request(
 def _requested(
     inst: Instance, request: TerminationRequest, stopped_for: str, settings: Settings
 ) -> Decision:
-    asked = f"terminate now asked by {request.by} at {iso(request.requested_at)}"
+    asked = f"terminate now asked by {request.by} at {utc(request.requested_at)}"
     if inst.cluster_id is not None:
         return Decision(
             instance=inst,
@@ -221,7 +221,7 @@ def _decide_stopped(
         return Decision(
             instance=inst,
             action="warn",
-            reason=f"stopped for {stopped_for}; {verb} at {iso(terminate_at)}",
+            reason=f"stopped for {stopped_for}; {verb} at {utc(terminate_at)}",
             due_at=terminate_at,
         )
 
@@ -230,7 +230,7 @@ def _decide_stopped(
     if warning.at >= now or now < terminate_at:
         return None
     ttl = humanize(settings.stopped_ttl)
-    warned = iso(warning.at)
+    warned = utc(warning.at)
     if inst.cluster_id is not None:
         return Decision(
             instance=inst,
@@ -402,7 +402,7 @@ def outlook(
         if licenses(warning, settings):
             assert warning is not None
             at = licensed_termination_at(due_at, warning, settings)
-            reason = f"warned {iso(warning.at)}"
+            reason = f"warned {utc(warning.at)}"
         else:
             at = max(due_at, now + settings.warn_before)
             reason = f"a warning goes out {humanize(settings.warn_before)} before"

@@ -15,3 +15,22 @@ def runway_hours(balance: float | None, spend_per_hour: float | None) -> float |
     if not (math.isfinite(balance) and math.isfinite(spend_per_hour)) or spend_per_hour <= 0:
         return None
     return max(0.0, balance) / spend_per_hour
+
+
+# --- the runway alert (#19): beside BALANCE_MIN, a balance that lasts fewer than BALANCE_HOURS --
+# $16.95 is well above a $5 BALANCE_MIN, and lasts fifteen minutes at $67.78/h.
+
+# The guards' episode of a short runway, one per account (beside the low balance's).
+RUNWAY_PREFIX = "runway:"
+
+
+def runway_key(provider: str, account: str) -> str:
+    return f"{RUNWAY_PREFIX}{provider}:{account}"
+
+
+def runway_short(hours: float | None, threshold_hours: float) -> bool | None:
+    """Whether a runway is shorter than `threshold_hours` (`BALANCE_HOURS`; 0 = never). None
+    when the runway is unknown or endless (no decision either way)."""
+    if hours is None or threshold_hours <= 0:
+        return None
+    return hours < threshold_hours

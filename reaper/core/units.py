@@ -2,7 +2,8 @@
 
 One duration formatter (`humanize`: at most two adjacent units, truncated, "1h30m", "2d3h",
 "23h", "45s") for every table, alert and reason; one spelling of an instant for machines
-(`iso`) and one for people (`utc`); one month of hours for $/h → $/month.
+(`iso`) and one for people (`utc`: to the minute, UTC stated; `ago` and `when` put it beside
+now); one month of hours for $/h → $/month.
 """
 
 from __future__ import annotations
@@ -54,7 +55,23 @@ def humanize(delta: timedelta) -> str:
 
 
 def utc(moment: datetime) -> str:
+    """An instant for people: to the minute (no seconds, no microseconds), UTC stated."""
     return as_utc(moment).strftime("%Y-%m-%d %H:%M UTC")
+
+
+def ago(moment: datetime, now: datetime) -> str:
+    """How far an instant is from now, in `humanize`'s units: "20m ago", "in 3h", "now"."""
+    delta = as_utc(moment) - as_utc(now)
+    if abs(delta) < timedelta(minutes=1):
+        return "now"
+    return f"in {humanize(delta)}" if delta > timedelta(0) else f"{humanize(delta)} ago"
+
+
+def when(moment: datetime | None, now: datetime, *, never: str = "never") -> str:
+    """`utc` and `ago` together, for tables: "2026-11-28 17:00 UTC (20m ago)"."""
+    if moment is None:
+        return never
+    return f"{utc(moment)} ({ago(moment, now)})"
 
 
 def money(amount: float) -> str:

@@ -12,7 +12,7 @@ import os
 import sys
 from collections.abc import Callable, Sequence
 
-from reaper import log
+from reaper import __version__, log
 from reaper.config import ConfigError, Settings, load_settings, parse_duration
 
 EXIT_OK = 0
@@ -56,36 +56,65 @@ def _duration(text: str) -> object:
 
 
 def build_parser() -> argparse.ArgumentParser:
+    """Every command and flag, each with its help line (tests/test_cli_help.py walks them)."""
     parser = _Parser(prog="reaper", description="The guard outside rented GPU instances.")
-    commands = parser.add_subparsers(dest="command", required=True, parser_class=_Parser)
+    parser.add_argument(
+        "--version", action="version", version=f"reaper {__version__}", help="print the version"
+    )
+    commands = parser.add_subparsers(
+        dest="command", required=True, parser_class=_Parser, metavar="<command>"
+    )
 
     reap = commands.add_parser("reap", help="one reap pass")
     reap.add_argument("--dry-run", action="store_true", help="decide and report; change nothing")
     reap.add_argument("--json", action="store_true", help="print one JSON object")
-    reap.add_argument("--max-terminations", type=_non_negative_int, default=None, metavar="N")
+    reap.add_argument(
+        "--max-terminations",
+        type=_non_negative_int,
+        default=None,
+        metavar="N",
+        help="terminate at most N in this run (overrides REAPER_MAX_TERMINATIONS; 0 = none)",
+    )
+    reap.add_argument(
+        "--all",
+        dest="show_all",
+        action="store_true",
+        help="list running instances with nothing to do too (folded away by default)",
+    )
 
     watch = commands.add_parser("watch", help="one heartbeat check")
-    watch.add_argument("--json", action="store_true")
+    watch.add_argument("--json", action="store_true", help="print one JSON object")
 
     serve = commands.add_parser("serve", help="HTTP API + schedules, SQLite state")
-    serve.add_argument("--host", default="127.0.0.1")
-    serve.add_argument("--port", type=_port, default=8080)
+    serve.add_argument("--host", default="127.0.0.1", help="address to listen on (127.0.0.1)")
+    serve.add_argument("--port", type=_port, default=8080, help="port to listen on (8080)")
 
     status = commands.add_parser("status", help="fleet and monitors as the state knows them")
-    status.add_argument("--json", action="store_true")
+    status.add_argument("--json", action="store_true", help="print one JSON object")
 
     keep = commands.add_parser("keep", help="spare one instance without renaming it")
-    keep.add_argument("target", metavar="<provider>:<id>")
-    keep.add_argument("--for", dest="duration", type=_duration, default=None, metavar="3d")
+    keep.add_argument(
+        "target", metavar="<provider>:<id>", help="the instance, as runpod:<podId> or vast:<id>"
+    )
+    keep.add_argument(
+        "--for",
+        dest="duration",
+        type=_duration,
+        default=None,
+        metavar="3d",
+        help="keep it this long (30m, 24h, 3d, 2w); without it, until `reaper unkeep`",
+    )
 
     unkeep = commands.add_parser("unkeep", help="end a keep")
-    unkeep.add_argument("target", metavar="<provider>:<id>")
+    unkeep.add_argument(
+        "target", metavar="<provider>:<id>", help="the instance, as runpod:<podId> or vast:<id>"
+    )
 
     audit = commands.add_parser("audit", help="every termination: what, why, when, confirmed")
-    audit.add_argument("--json", action="store_true")
+    audit.add_argument("--json", action="store_true", help="print one JSON object")
 
     report = commands.add_parser("report", help="spend, leaks, balances, what was reaped")
-    report.add_argument("--json", action="store_true")
+    report.add_argument("--json", action="store_true", help="print one JSON object")
 
     commands.add_parser("test-alert", help="one message through every configured channel")
 
@@ -96,6 +125,27 @@ def build_parser() -> argparse.ArgumentParser:
         "--delete", action="store_true", help="stop the webhook: `serve` long-polls again"
     )
     commands.add_parser("demo", help="the whole loop against built-in emulated providers")
+
+    emulate = commands.add_parser(
+        "emulate",
+        help="run the RunPod and Vast emulators on loopback until Ctrl-C",
+        description=(
+            "Start emulated RunPod and Vast APIs on 127.0.0.1 with a fleet from a JSON file,"
+            " print the export lines that point reaper at them, and run until Ctrl-C."
+        ),
+    )
+    emulate.add_argument(
+        "--fleet",
+        metavar="FILE",
+        default=None,
+        help="the fleet, a JSON file (README: `reaper emulate`); default: the demo's fleet",
+    )
+    emulate.add_argument(
+        "--runpod-port", type=_port, default=0, help="RunPod's port (default: any free one)"
+    )
+    emulate.add_argument(
+        "--vast-port", type=_port, default=0, help="Vast's port (default: any free one)"
+    )
     commands.add_parser(
         "login-link", help="a one-time sign-in link to the status page (for the phone)"
     )
@@ -110,6 +160,7 @@ def _run_reap(args: argparse.Namespace, settings: Settings) -> int:
         dry_run=args.dry_run,
         json_output=args.json,
         max_terminations=args.max_terminations,
+        show_all=args.show_all,
     )
 
 
@@ -180,6 +231,12 @@ def _run_demo(args: argparse.Namespace, settings: Settings) -> int:
     return demo_command()
 
 
+def _run_emulate(args: argparse.Namespace, settings: Settings) -> int:
+    from reaper.interfaces.emulate import emulate_command
+
+    return emulate_command(fleet=args.fleet, runpod_port=args.runpod_port, vast_port=args.vast_port)
+
+
 def _run_login_link(args: argparse.Namespace, settings: Settings) -> int:
     from reaper.interfaces.commands import login_link_command
 
@@ -197,20 +254,24 @@ _COMMANDS: dict[str, Callable[[argparse.Namespace, Settings], int]] = {
     "report": _run_report,
     "test-alert": _run_test_alert,
     "demo": _run_demo,
+    "emulate": _run_emulate,
     "login-link": _run_login_link,
     "telegram-webhook": _run_telegram_webhook,
 }
+# Commands that build their own configuration and read none from the environment.
+_NO_SETTINGS = ("demo", "emulate")
 
 
 def main(argv: Sequence[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     try:
-        # The demo needs no configuration: it builds its own against the emulators.
-        settings = Settings() if args.command == "demo" else load_settings()
+        # The demo and the emulators need no configuration: they build their own.
+        settings = Settings() if args.command in _NO_SETTINGS else load_settings()
     except ConfigError as exc:
         print(f"reaper: {exc}", file=sys.stderr)
         return EXIT_CONFIG
     log.register_secrets(settings.secrets())
+    log.apply_settings(settings.log_level, settings.log_format)
     try:
         return _COMMANDS[args.command](args, settings)
     except ConfigError as exc:
@@ -223,6 +284,24 @@ def main(argv: Sequence[str] | None = None) -> int:
         return _unexpected(exc)
 
 
+_DYNAMODB_CONFIG_ERRORS = ("NoCredentialsError", "NoRegionError", "ResourceNotFoundException")
+
+
+def _dynamodb_problem(kind: str, text: str) -> str:
+    """What a DynamoDB failure means for the person running the command, in one line."""
+    if kind == "NoCredentialsError":
+        return (
+            "dynamodb:// needs AWS credentials, and none were found: set AWS_PROFILE, or"
+            " AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY"
+        )
+    if kind == "ResourceNotFoundException":
+        return (
+            "the DynamoDB table does not exist in this account and region (check the table"
+            f" name, AWS_REGION or ?region=): {text}"
+        )
+    return f"DynamoDB failed: {kind}: {text}"
+
+
 def _unexpected(exc: Exception) -> int:
     """Never a traceback for the user: one line, no secret in it. A store that cannot be
     reached (DynamoDB without credentials or network) names REAPER_STATE; anything else is a
@@ -232,9 +311,10 @@ def _unexpected(exc: Exception) -> int:
     text = log.redact(" ".join(str(exc).split()))[:200]
     kind = type(exc).__name__
     if type(exc).__module__.startswith(("botocore", "boto3")):
-        print(f"reaper: REAPER_STATE: DynamoDB failed: {kind}: {text}", file=sys.stderr)
-        # No credentials or no region is configuration; a network or service failure is not.
-        return EXIT_CONFIG if kind in ("NoCredentialsError", "NoRegionError") else EXIT_ATTENTION
+        print(f"reaper: REAPER_STATE: {_dynamodb_problem(kind, text)}", file=sys.stderr)
+        # No credentials, no region or no such table is configuration; a network or service
+        # failure is not.
+        return EXIT_CONFIG if kind in _DYNAMODB_CONFIG_ERRORS else EXIT_ATTENTION
     print(
         f"reaper: unexpected error: {kind}: {text} (REAPER_DEBUG=1 shows where)",
         file=sys.stderr,

@@ -16,8 +16,9 @@ from reaper.channels.base import ChannelOptions, Notifier
 from reaper.clock import Clock, SystemClock
 from reaper.config import ConfigError, Settings
 from reaper.core.models import Instance, instance_key
-from reaper.core.units import iso
+from reaper.core.units import utc
 from reaper.interfaces import views
+from reaper.interfaces.table import terminal_width
 from reaper.passes import keeping
 from reaper.providers.base import ProviderClient
 from reaper.providers.http import HttpOptions
@@ -29,7 +30,12 @@ EXIT_CONFIG = 2
 
 
 def reap_command(
-    settings: Settings, *, dry_run: bool, json_output: bool, max_terminations: int | None
+    settings: Settings,
+    *,
+    dry_run: bool,
+    json_output: bool,
+    max_terminations: int | None,
+    show_all: bool = False,
 ) -> int:
     from reaper.passes.reap import run_pass
     from reaper.store import open_store
@@ -49,7 +55,7 @@ def reap_command(
     if json_output:
         print(json.dumps(views.reap_json(report), ensure_ascii=False))
     elif not report.lease_taken:
-        print(views.reap_table(report))
+        print(views.reap_table(report, show_all=show_all, width=terminal_width()))
     return report.exit_code
 
 
@@ -100,10 +106,10 @@ def keep_command(settings: Settings, *, target: str, duration: timedelta | None)
         store.close()
     log.event("keep", provider=provider, id=instance_id, until=until, result="kept")
     name = f" ({seen.name})" if seen is not None and seen.name else ""
-    print(f"kept {key}{name} " + (f"until {iso(until)}" if until else "until further notice"))
+    print(f"kept {key}{name} " + (f"until {utc(until)}" if until else "until further notice"))
     if seen is None:
         where = (
-            f"the last listing ({iso(listed_at)})"
+            f"the last listing ({utc(listed_at)})"
             if listed_at
             else f"any listing yet (no reap pass has listed {provider})"
         )
@@ -138,7 +144,7 @@ def unkeep_command(settings: Settings, *, target: str) -> int:
 def audit_command(settings: Settings, *, json_output: bool) -> int:
     from reaper.store import open_store
 
-    store = open_store(settings.state, read_only=True)
+    store = open_store(settings.state, read_only=True, existing=True)
     try:
         records = store.audit_log()
         actions = store.action_log()
@@ -147,7 +153,7 @@ def audit_command(settings: Settings, *, json_output: bool) -> int:
     if json_output:
         print(json.dumps(views.audit_json(records, actions), ensure_ascii=False))
     else:
-        print(views.audit_table(records, actions))
+        print(views.audit_table(records, actions, width=terminal_width()))
     return EXIT_OK
 
 
@@ -155,7 +161,7 @@ def status_command(settings: Settings, json_output: bool) -> int:
     """`reaper status`: monitors, the stopped fleet and the last reap, as the store knows them."""
     from reaper.store import open_store
 
-    store = open_store(settings.state, read_only=True)
+    store = open_store(settings.state, read_only=True, existing=True)
     now = SystemClock().now()
     try:
         actions = views.recent_actions(store.action_log(since=now - views.RECENT_ACTIONS))
@@ -165,6 +171,7 @@ def status_command(settings: Settings, json_output: bool) -> int:
             store.last_reap(),
             store.history(),
             now,
+            store.listings(),
             actions=actions,
         )
     finally:
@@ -172,7 +179,7 @@ def status_command(settings: Settings, json_output: bool) -> int:
     if json_output:
         print(json.dumps(data, ensure_ascii=False))
     else:
-        print("\n".join(views.status_lines(data)))
+        print("\n".join(views.status_lines(data, width=terminal_width())))
     return EXIT_OK
 
 
@@ -216,7 +223,7 @@ def report_command(
 
     settings.require_provider_keys()
     now = (clock or SystemClock()).now()
-    store = open_store(settings.state, read_only=True)
+    store = open_store(settings.state, read_only=True, existing=True)
     try:
         digest = asyncio.run(with_clients(settings, store, None, now, http_options))
     finally:
@@ -224,7 +231,7 @@ def report_command(
     if json_output:
         print(json.dumps(views.digest_json(digest), ensure_ascii=False))
     else:
-        print(views.digest_text(digest))
+        print(views.digest_text(digest, width=terminal_width()))
     for problem in digest.errors:
         print(f"reaper: {problem.provider}/{problem.account}: {problem.message}", file=sys.stderr)
     return 1 if digest.errors else 0

@@ -1,25 +1,37 @@
-"""`reaper demo`: the whole reap loop against the built-in emulators, with no key and no sleep.
+"""`reaper demo`: the whole product against the built-in emulators, with no key and no sleep.
 
-It starts local RunPod and Vast emulators with a small mixed fleet, then runs real reap passes
-over real HTTP while a fake clock jumps forward: first sight, the warning an hour before the
-deadline, the termination and its confirmation by re-listing. What it prints is what a user
-would see, plus the alerts that would have reached their phone.
+It starts local RunPod and Vast emulators with a small mixed fleet (the example fleet of
+`reaper emulate`, plus a pod in a state nobody can read) and reaper's own HTTP API on loopback,
+then runs real passes over real HTTP while a fake clock jumps forward: first sight, the
+dead-man's switch catching a watchdog that went silent while its pod bills, a job's message
+forwarded through `/alert`, the on-instance kit ending a job (dry run), the warning an hour
+before the deadline, the termination and its confirmation by re-listing. What it prints is what
+a user would see, plus the alerts that would have reached their phone.
 """
 
 from __future__ import annotations
 
 import asyncio
+import os
+import re
+import shutil
+import subprocess
 import tempfile
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+import httpx
+
 from reaper import log
-from reaper.config import ConfigError, load_settings
+from reaper.config import ConfigError, Settings, load_settings
 from reaper.core.models import Alert
-from reaper.core.units import HOURS_PER_MONTH, humanize, iso
-from reaper.interfaces.table import format_table
-from reaper.interfaces.views import reap_table
+from reaper.core.units import HOURS_PER_MONTH, humanize, utc
+from reaper.interfaces.table import format_table, terminal_width
+from reaper.interfaces.views import reap_table, watch_lines
 from reaper.passes.reap import ConfirmOptions, reap_pass
 from reaper.providers.http import HttpOptions
 from reaper.providers.plugins import make_clients
@@ -27,34 +39,47 @@ from reaper.store.sqlite import SQLiteStore
 
 if TYPE_CHECKING:
     from emulators import RunPodEmulator, VastEmulator
+    from emulators.channels import RecordingNotifier
+    from emulators.clock import FakeClock
 
 DEMO_START = datetime(2026, 11, 27, 18, 0, tzinfo=UTC)  # a Friday evening
+PING_KEY = "demo-ping-key-not-secret"
+# The pod whose watchdog goes silent, and the one whose job sends a message.
+WATCHED_POD = "llm-finetune-a1"
+MESSAGING_INSTANCE = 4242001
+KIT_DIR = Path(__file__).resolve().parents[2] / "infra" / "instance"
+_KIT_TIME = re.compile(r"^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\dZ ")
+
+
+# --- left for the lead to fill in after #15 and #16 merge ------------------------------------
+
+
+def phone_actions(alert: Alert) -> list[str]:
+    """The buttons a phone shows under `alert`, as text ("[Keep 1 day] [Keep 1 week]").
+
+    PLACEHOLDER (#15, phone actions): none until the action links land; the demo prints
+    whatever this returns under each alert.
+    """
+    return []
+
+
+def status_page_line(base_url: str) -> str | None:
+    """The status page's address on the demo's own server, as one line to print.
+
+    PLACEHOLDER (#16, status page): None until the status page lands.
+    """
+    return None
+
+
+# --- the fleet and the printing ---------------------------------------------------------------
 
 
 def _fleet(runpod: RunPodEmulator, vast: VastEmulator) -> None:
-    runpod.add_pod(
-        "llm-finetune-a1", name="llm-finetune", status="RUNNING", cost=1.64, gpu_utils=[97]
-    )
-    runpod.add_pod(
-        "sweep-lr-3e4-b2", name="sweep-lr-3e-4", status="EXITED", cost=0.69, volume_gb=200
-    )
-    runpod.add_pod(
-        "dataset-cache-c3", name="dataset-cache reaper:keep", status="EXITED", volume_gb=500
-    )
-    runpod.add_pod(
-        "prod-serve-d4", name="prod-inference", status="EXITED", locked=True, volume_gb=50
-    )
+    from emulators.fleet import EXAMPLE, load_fleet, populate
+
+    populate(load_fleet(EXAMPLE), runpod, vast)
+    # A state no spec names: the reaper cannot read it, so it assumes busy.
     runpod.add_pod("odd-one-e5", name="migrating-pod", status="MIGRATING", volume_gb=40)
-    vast.add_instance(4242001, label="eval-harness", actual_status="running", dph_total=0.41)
-    # Outbid: Vast stopped it, the user still intends it to run, and its disk bills all weekend.
-    vast.add_instance(
-        4242002,
-        label="bid-a100-sweep",
-        actual_status="stopped",
-        intended_status="running",
-        disk_space=250,
-    )
-    vast.add_instance(4242003, label=None, actual_status="exited", disk_space=64)
 
 
 def _print_alerts(alerts: list[Alert]) -> None:
@@ -63,6 +88,143 @@ def _print_alerts(alerts: list[Alert]) -> None:
         if alert.body:
             for line in alert.body.splitlines()[:3]:
                 print(f"       {line}")
+        buttons = phone_actions(alert)
+        if buttons:
+            print(f"       {' '.join(buttons)}")
+
+
+def _heading(text: str) -> None:
+    print(f"\n━━ {text}")
+
+
+@dataclass
+class _Demo:
+    settings: Settings
+    store: SQLiteStore
+    clock: FakeClock
+    notifier: RecordingNotifier
+    options: HttpOptions
+    confirm: ConfirmOptions
+    base_url: str | None = None
+
+    async def reap(self, number: int, title: str) -> int:
+        _heading(f"pass {number}: {title}")
+        clients = make_clients(self.settings, self.options)
+        before = len(self.notifier.alerts)
+        try:
+            report = await reap_pass(
+                self.settings, self.store, clients, self.notifier, self.clock, confirm=self.confirm
+            )
+        finally:
+            await asyncio.gather(*(c.aclose() for c in clients))
+        print(reap_table(report, width=terminal_width()))
+        _print_alerts(self.notifier.alerts[before:])
+        print(f"  exit status {report.exit_code}")
+        return report.exit_code
+
+    async def watch(self) -> int:
+        from reaper.passes.watch import watch_pass
+
+        clients = make_clients(self.settings, self.options)
+        before = len(self.notifier.alerts)
+        try:
+            report = await watch_pass(self.settings, self.store, self.notifier, self.clock, clients)
+        finally:
+            await asyncio.gather(*(c.aclose() for c in clients))
+        first, *rest = watch_lines(report)
+        print(f"  reaper watch: {first}")
+        for line in rest:
+            print(f"  {line}")
+        _print_alerts(self.notifier.alerts[before:])
+        return 0
+
+
+@contextmanager
+def _api(demo: _Demo) -> Iterator[str | None]:
+    """reaper's HTTP API (what `reaper serve` runs) on a loopback port, on the demo's clock and
+    its phone; None when uvicorn is not installed."""
+    try:
+        import uvicorn  # noqa: F401
+    except ImportError:
+        yield None
+        return
+    from reaper.interfaces.serve import build_asgi, serving
+
+    store = SQLiteStore(demo.settings.state.location)
+    asgi = build_asgi(demo.settings, store, demo.notifier, demo.clock, channels=("phone",))
+    with serving(asgi) as running:
+        yield running.url
+
+
+def _dead_mans_switch(demo: _Demo, base: str) -> None:
+    """The watchdog of the running pod pings for a while, then goes silent; the watch pass
+    cross-checks the pod with RunPod: still running, still billing."""
+    host = f"runpod-{WATCHED_POD}"
+    with httpx.Client(base_url=base, timeout=5) as http:
+        for _ in range(3):
+            http.get(f"/ping/{PING_KEY}/{host}")
+            demo.clock.advance(timedelta(minutes=1))
+    print(f"  {host} pinged every minute until {utc(demo.clock.now())}, then went silent")
+    demo.clock.advance(timedelta(minutes=7))
+
+
+def _alert_from_a_job(demo: _Demo, base: str) -> None:
+    before = len(demo.notifier.alerts)
+    text = "vast-4242001: eval-harness finished: 3 of 3 suites passed, accuracy 0.871"
+    with httpx.Client(base_url=base, timeout=5) as http:
+        answer = http.post(f"/alert/{PING_KEY}", json={"text": text})
+    print(f'  curl -d \'{{"text": "{text}"}}\' $NOTIFY_URL   → HTTP {answer.status_code}')
+    _print_alerts(demo.notifier.alerts[before:])
+
+
+def _kit_missing() -> str | None:
+    missing = [tool for tool in ("bash", "curl") if shutil.which(tool) is None]
+    if missing:
+        return f"skipped: the kit needs {' and '.join(missing)}, not found on this machine"
+    if not (KIT_DIR / "run.sh").is_file():
+        return "skipped: infra/instance/ is not beside this installation (run it in the repository)"
+    return None
+
+
+def _bash() -> str:
+    found = shutil.which("bash")
+    assert found is not None  # _kit_missing said so
+    return found
+
+
+def _kit_ends_a_job(demo: _Demo, base: str) -> None:
+    """run.sh on the watched pod, DRY_RUN=1: the job ends, the kit tells the phone and the
+    heartbeat, and says what it would destroy; nothing is uploaded or destroyed."""
+    reason = _kit_missing()
+    if reason is not None:
+        print(f"  {reason}")
+        return
+    before = len(demo.notifier.alerts)
+    env = {
+        "PATH": os.environ.get("PATH", "/usr/bin:/bin"),
+        "HOME": tempfile.gettempdir(),
+        "LANG": "C.UTF-8",
+        "DRY_RUN": "1",
+        "RUNPOD_POD_ID": WATCHED_POD,
+        "RUNPOD_API_KEY": "pod-scoped-key-not-secret",
+        "HEARTBEAT_URL": f"{base}/ping/{PING_KEY}",
+        "NOTIFY_URL": f"{base}/alert/{PING_KEY}",
+        "KEEP_FILE": str(Path(tempfile.gettempdir()) / "reaper-demo-keep"),
+    }
+    job = "echo 'epoch 3/3: loss 0.412'; echo 'saved checkpoint-final'"
+    print(f'  DRY_RUN=1 run.sh bash -c "{job}"')
+    done = subprocess.run(  # noqa: S603 - the kit's own script and a fixed job line
+        [_bash(), str(KIT_DIR / "run.sh"), "bash", "-c", job],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=False,
+    )
+    for line in (done.stdout + done.stderr).splitlines():
+        print(f"    {_KIT_TIME.sub('', line)}")
+    print(f"  run.sh exited {done.returncode}")
+    _print_alerts(demo.notifier.alerts[before:])
 
 
 async def _run(state_dir: Path) -> int:
@@ -88,80 +250,114 @@ async def _run(state_dir: Path) -> int:
                 "VAST_API_KEY": "demo=vast-demo-key-not-secret",
                 "VAST_API_URL": vast.url,
                 "REAPER_STATE": f"sqlite:///{state_dir / 'state.db'}",
+                "REAPER_PING_KEY": PING_KEY,
                 # The demo's channel is the screen: what it prints reaches the person watching.
                 "REAPER_REQUIRE_CHANNEL": "false",
             },
             dotenv=None,
         )
-        store = SQLiteStore(settings.state.location)
-        notifier = RecordingNotifier()
-        options = HttpOptions(timeout=5.0, backoff_base=0.05, backoff_cap=0.2)
-        confirm = ConfirmOptions(attempts=5, backoff=0.05, max_delay=0.2)
-
-        steps = [
-            (timedelta(0), "Friday 18:00 — first sight: the reaper records what it finds stopped"),
-            (timedelta(hours=12), "Saturday 06:00 — nothing is due yet"),
-            (timedelta(hours=11), "Saturday 17:00 — one hour before the deadline: warnings go out"),
-            (
-                timedelta(hours=1),
-                "Saturday 18:00 — due and warned by an earlier pass: terminate, then prove it",
-            ),
-            (timedelta(hours=1), "Saturday 19:00 — the next pass: what is left"),
-        ]
+        demo = _Demo(
+            settings=settings,
+            store=SQLiteStore(settings.state.location),
+            clock=clock,
+            notifier=RecordingNotifier(),
+            options=HttpOptions(timeout=5.0, backoff_base=0.05, backoff_cap=0.2),
+            confirm=ConfirmOptions(attempts=5, backoff=0.05, max_delay=0.2),
+        )
         worst = 0
         try:
-            for number, (advance, title) in enumerate(steps, start=1):
-                clock.advance(advance)
-                print(f"\n━━ pass {number}: {title}")
-                clients = make_clients(settings, options)
-                before = len(notifier.alerts)
-                try:
-                    report = await reap_pass(
-                        settings, store, clients, notifier, clock, confirm=confirm
-                    )
-                finally:
-                    await asyncio.gather(*(c.aclose() for c in clients))
-                print(reap_table(report))
-                _print_alerts(notifier.alerts[before:])
-                print(f"  exit status {report.exit_code}")
-                worst = max(worst, report.exit_code)
-
-            print("\n━━ reaper audit: every termination, why, and whether it was confirmed")
-            rows = [
-                [
-                    r.provider,
-                    r.id,
-                    r.name,
-                    r.result,
-                    "yes" if r.confirmed else "NO",
-                    iso(r.requested_at) or "",
-                    r.reason,
-                ]
-                for r in store.audit_log()
-            ]
-            print(
-                format_table(
-                    ["provider", "id", "name", "result", "confirmed", "when", "why"],
-                    rows,
-                    max_width=70,
+            with _api(demo) as base:
+                worst = max(
+                    worst,
+                    await demo.reap(
+                        1, "Friday 18:00 — first sight: the reaper records what it finds stopped"
+                    ),
                 )
-            )
-            saved = sum(
-                (r.cost_per_hour or 0.0) * HOURS_PER_MONTH for r in store.audit_log() if r.confirmed
-            )
-            print(
-                f"\nStorage stopped: about ${saved:.2f}/month. "
-                f"Mutating calls the emulators received: RunPod {len(runpod.mutations)}, "
-                f"Vast {len(vast.mutations)}. "
-                f"Simulated time: {humanize(clock.now() - DEMO_START)}."
-            )
-            print(
-                "Never touched: the running pods, the protected and locked pods, and the pod in a "
-                "state the reaper cannot read (MIGRATING → unknown: assume busy)."
-            )
+                await _scenes(demo, base)
+                for number, at, title in (
+                    (2, DEMO_START + timedelta(hours=12), "Saturday 06:00 — nothing is due yet"),
+                    (
+                        3,
+                        DEMO_START + timedelta(hours=23),
+                        "Saturday 17:00 — one hour before the deadline: warnings go out",
+                    ),
+                    (
+                        4,
+                        DEMO_START + timedelta(hours=24),
+                        "Saturday 18:00 — due and warned by an earlier pass: terminate, then"
+                        " prove it",
+                    ),
+                    (
+                        5,
+                        DEMO_START + timedelta(hours=25),
+                        "Saturday 19:00 — the next pass: what is left",
+                    ),
+                ):
+                    clock.set(at)
+                    worst = max(worst, await demo.reap(number, title))
+            _summary(demo, runpod, vast)
         finally:
-            store.close()
+            demo.store.close()
         return worst
+
+
+async def _scenes(demo: _Demo, base: str | None) -> None:
+    """Friday evening on the instances: the dead-man's switch, a job's message, the kit."""
+    if base is None:
+        _heading("the dead-man's switch, /alert and the kit")
+        print("  skipped: reaper's HTTP API needs the serve extra: pip install 'reaper[serve]'")
+        return
+    _heading(f"Friday 18:00–18:10 — the dead-man's switch (reaper serve's API on {base})")
+    line = status_page_line(base)
+    if line:
+        print(f"  {line}")
+    _dead_mans_switch(demo, base)
+    await demo.watch()
+    _heading("Friday 18:10 — a job's message, forwarded to the phone through /alert")
+    _alert_from_a_job(demo, base)
+    _heading("Friday 18:10 — the on-instance kit ends the job (run.sh, DRY_RUN=1)")
+    _kit_ends_a_job(demo, base)
+
+
+def _summary(demo: _Demo, runpod: RunPodEmulator, vast: VastEmulator) -> None:
+    _heading("reaper audit: every termination, why, and whether it was confirmed")
+    records = demo.store.audit_log()
+    rows = [
+        [
+            r.provider,
+            r.id,
+            r.name,
+            r.result,
+            "yes" if r.confirmed else "NO",
+            utc(r.requested_at),
+            r.reason,
+        ]
+        for r in records
+    ]
+    print(
+        format_table(
+            ["provider", "id", "name", "result", "confirmed", "when", "why"],
+            rows,
+            max_width=70,
+            width=terminal_width(),
+            shrink_first=(6, 2),
+        )
+    )
+    saved = sum((r.cost_per_hour or 0.0) * HOURS_PER_MONTH for r in records if r.confirmed)
+    print(
+        f"\nStorage stopped: about ${saved:.2f}/month. "
+        f"Mutating calls the emulators received: RunPod {len(runpod.mutations)}, "
+        f"Vast {len(vast.mutations)}. "
+        f"Simulated time: {humanize(demo.clock.now() - DEMO_START)}."
+    )
+    print(
+        "Never touched: the running pods, the protected and locked pods, and the pod in a "
+        "state the reaper cannot read (MIGRATING → unknown: assume busy)."
+    )
+    print(
+        "Next: `reaper emulate` serves this fleet on loopback for `reaper reap`, `serve`,"
+        " `watch`, `keep` and `status` of your own."
+    )
 
 
 def demo_command() -> int:

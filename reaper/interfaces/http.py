@@ -390,6 +390,7 @@ async def _status(request: Request, app: App, params: Params) -> Response:
         store.last_reap(),
         store.history(),
         now,
+        store.listings(),
         actions=recent_actions(store.action_log(since=now - RECENT_ACTIONS)),
     )
     # The status page's data by name (names, costs, deadlines, runway, snapshots).

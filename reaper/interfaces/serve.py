@@ -24,7 +24,8 @@ import time
 from collections.abc import Awaitable, Callable, Iterator, MutableMapping, Sequence
 from contextlib import contextmanager, suppress
 from dataclasses import dataclass, field
-from datetime import timedelta
+from datetime import UTC, datetime, timedelta
+from datetime import time as dtime
 from typing import Any
 
 import uvicorn
@@ -60,14 +61,24 @@ Send = Callable[[Message], Awaitable[None]]
 
 @dataclass
 class Job:
-    """A pass run every `every`, the first one at start-up. `on_stop`: called when the
-    schedule stops, before it waits for the running pass (a loop that runs until told, like
-    the Telegram long poll, ends there)."""
+    """A pass run every `every`, the first one at start-up; or, with `delay`, after waiting
+    `delay()` seconds before each run (the daily digest: until the next REAPER_DIGEST_AT).
+    `on_stop`: called when the schedule stops, before it waits for the running pass (a loop
+    that runs until told, like the Telegram long poll, ends there)."""
 
     name: str
     every: timedelta
     run: Callable[[], Awaitable[object]]
     on_stop: Callable[[], None] | None = None
+    delay: Callable[[], float] | None = None
+
+
+def next_daily(at: dtime, now: datetime) -> datetime:
+    """The first moment after `now` whose UTC time of day is `at`: as EventBridge's
+    `cron(M H * * ? *)` fires, not at start-up."""
+    now = now.astimezone(UTC)
+    today = datetime.combine(now.date(), at, tzinfo=UTC)
+    return today if today > now else today + timedelta(days=1)
 
 
 class Scheduler:
@@ -96,8 +107,16 @@ class Scheduler:
         await asyncio.gather(*self._tasks, return_exceptions=True)
         self._tasks = []
 
+    async def _wait(self, seconds: float) -> bool:
+        """Sleep `seconds` or until stopped; True when stopped."""
+        with suppress(TimeoutError):
+            await asyncio.wait_for(self._stop.wait(), max(seconds, 0.0))
+        return self._stop.is_set()
+
     async def _loop(self, job: Job) -> None:
         while not self._stop.is_set():
+            if job.delay is not None and await self._wait(job.delay()):
+                return
             started = time.perf_counter()
             try:
                 await job.run()
@@ -107,8 +126,8 @@ class Scheduler:
             log.event("pass_done", job=job.name, ms=round((time.perf_counter() - started) * 1000))
             if self._on_pass is not None:
                 self._on_pass(job.name)
-            with suppress(TimeoutError):
-                await asyncio.wait_for(self._stop.wait(), job.every.total_seconds())
+            if job.delay is None and await self._wait(job.every.total_seconds()):
+                return
 
 
 def serve_jobs(
@@ -139,8 +158,13 @@ def serve_jobs(
             # digest_once sends at most one digest a day, so a restart does not send another.
             await digest_once(settings, store, notifier, clock, clients=clients)
 
+        def until_digest() -> float:
+            now = clock.now()
+            return (next_daily(settings.digest_at, now) - now).total_seconds()
+
         jobs.append(Job("reap", settings.reap_every, reap))
-        jobs.append(Job("digest", timedelta(days=1), digest))
+        # At REAPER_DIGEST_AT (08:00 UTC), as on AWS; never at start-up.
+        jobs.append(Job("digest", timedelta(days=1), digest, delay=until_digest))
     jobs += press_jobs(settings, store, notifier, clock)
     return jobs
 
@@ -321,6 +345,9 @@ def uvicorn_config(asgi: ReaperASGI) -> uvicorn.Config:
         access_log=False,  # it would write the ping key to disk
         server_header=False,
         log_level="warning",
+        # No logging config of its own: its lines go through reaper's handler and format
+        # (a timestamp and a level on each; JSON with LOG_FORMAT=json).
+        log_config=None,
         lifespan="on",
         http="auto",  # httptools when installed, else h11
         # No WebSocket protocol: the API has none, and with a WebSocket library installed
@@ -440,6 +467,7 @@ def _announce(settings: Settings, host: str, port: int, channels: Sequence[str])
         watch=f"every {humanize(settings.watch_every)}",
         reaping=reaping,
         channels=",".join(channels) or "none (alerts are only logged)",
+        digest=f"daily at {settings.digest_at:%H:%M} UTC" if settings.accounts else None,
         presses=_presses(settings),
     )
 
@@ -458,6 +486,7 @@ def _presses(settings: Settings) -> str:
 def serve_command(settings: Settings, host: str, port: int) -> int:
     """`reaper serve`: blocks until SIGTERM/SIGINT; 0 after a clean shutdown."""
     _require_sqlite(settings)
+    log.route_uvicorn()
     from reaper.channels.fanout import channels_configured, make_notifier
     from reaper.providers.plugins import make_clients
     from reaper.store import open_store
@@ -508,6 +537,7 @@ __all__ = [
     "RunningServer",
     "Scheduler",
     "build_asgi",
+    "next_daily",
     "read_body",
     "serve_command",
     "serve_jobs",

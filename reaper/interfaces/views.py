@@ -8,20 +8,32 @@ The JSON shapes are the README's contracts (`reap --json`, `watch --json`, `stat
 from __future__ import annotations
 
 import json
+from collections import Counter
 from collections.abc import Sequence
-from datetime import datetime, timedelta
+from datetime import UTC, datetime, timedelta
 from typing import Any
 
 from reaper.config import Settings
-from reaper.core.digest import Digest
+from reaper.core.digest import BalanceLine, Digest
 from reaper.core.leaks import hours_left, is_low
-from reaper.core.models import ActionRecord, AuditRecord, History, Instance, Monitor, ReapRun
-from reaper.core.units import humanize, iso, money
+from reaper.core.models import (
+    ActionRecord,
+    AuditRecord,
+    History,
+    Instance,
+    Listing,
+    Monitor,
+    ReapRun,
+)
+from reaper.core.policy import protection_reason
+from reaper.core.runway import runway_short
+from reaper.core.units import ago, humanize, iso, money, parse_time, utc, when
 from reaper.interfaces.table import format_table
 from reaper.interfaces.web.readmodel import FleetView, saved_per_month
 from reaper.passes.guards import GuardReport
 from reaper.passes.reap import ActionResult, ReapReport
 from reaper.passes.watch import WatchReport
+from reaper.providers.plugins import provider_host
 
 # --- reap -----------------------------------------------------------------------------------
 
@@ -84,6 +96,7 @@ def guards_json(report: GuardReport) -> dict[str, Any]:
                 "spend_per_hour": b.spend_per_hour,
                 "hours_left": hours_left(b),
                 "low": is_low(b, report.balance_min),
+                "runway_short": runway_short(hours_left(b), report.balance_hours),
             }
             for b in report.balances
         ],
@@ -107,12 +120,46 @@ def _action_label(action: ActionResult, dry_run: bool) -> str:
     return action.action
 
 
-def reap_table(report: ReapReport) -> str:
-    """The terminal form of a reap pass."""
+def _reap_state(inst: Instance) -> str:
+    same = inst.state == inst.raw_status.lower()
+    return inst.state if same else f"{inst.state} ({inst.raw_status})"
+
+
+def reap_summary(report: ReapReport) -> str:
+    """The line before the table: what bills now, what is stopped, due, protected."""
+    live = [i for i in report.instances if i.state != "terminated"]
+    billing = sum(i.cost_per_hour or 0.0 for i in live)
+    states = Counter(i.state for i in live)
+    actions = Counter(a.action for a in report.actions)
+    parts = [
+        f"{states['running'] + states['starting']} running",
+        f"{states['stopped']} stopped",
+    ]
+    if states["unknown"]:
+        parts.append(f"{states['unknown']} unreadable")
+    due = actions["terminate"] + actions["hold"]
+    return (
+        f"{len(live)} instances, billing {money(billing)}/h now: {', '.join(parts)};"
+        f" {due} due, {actions['warn']} warned, {actions['protect']} protected"
+    )
+
+
+def _quiet(inst: Instance, action: ActionResult | None) -> bool:
+    """A running instance with nothing to do: folded away unless `--all`."""
+    return action is None and inst.state in ("running", "starting")
+
+
+def reap_table(report: ReapReport, *, show_all: bool = False, width: int | None = None) -> str:
+    """The terminal form of a reap pass: a summary line, then every instance that is stopped,
+    unreadable or acted on (running ones with nothing to do only with `show_all`)."""
     actions = {(a.provider, a.id): a for a in report.actions}
     rows: list[list[str]] = []
+    folded = 0
     for inst in sorted(report.instances, key=lambda i: (i.provider, i.account, i.id)):
         action = actions.get((inst.provider, inst.id))
+        if not show_all and _quiet(inst, action):
+            folded += 1
+            continue
         stopped_for = humanize(report.at - inst.stopped_since) if inst.stopped_since else ""
         what = _action_label(action, report.dry_run) if action else ""
         rows.append(
@@ -121,9 +168,7 @@ def reap_table(report: ReapReport) -> str:
                 inst.account,
                 inst.id,
                 inst.name,
-                inst.state
-                if inst.state == inst.raw_status.lower()
-                else f"{inst.state} ({inst.raw_status})",
+                _reap_state(inst),
                 stopped_for,
                 "" if inst.cost_per_hour is None else f"{inst.cost_per_hour:.3f}",
                 what,
@@ -141,13 +186,21 @@ def reap_table(report: ReapReport) -> str:
         "action",
         "reason",
     ]
-    lines = [f"reap {'dry run ' if report.dry_run else ''}at {iso(report.at)} (mode {report.mode})"]
-    lines.append(format_table(headers, rows, max_width=70) if rows else "no instances")
+    lines = [f"reap {'dry run ' if report.dry_run else ''}at {utc(report.at)} (mode {report.mode})"]
+    if report.instances:
+        lines.append(reap_summary(report))
+    if rows:
+        lines.append(format_table(headers, rows, max_width=70, width=width, shrink_first=(8, 3, 4)))
+    elif not report.instances:
+        lines.append("no instances")
+    if folded:
+        lines.append(f"(+{folded} running with nothing to do; --all shows them)")
     for error in report.errors:
         lines.append(f"error: {error.provider}/{error.account}: {error.message}")
     if report.cap_exceeded:
+        cap = "" if report.cap is None else f" ({report.cap})"
         lines.append(
-            "cap: more terminations were due than REAPER_MAX_TERMINATIONS allows; none were done"
+            f"cap: more terminations were due than {report.cap_source}{cap} allows; none were done"
         )
     return "\n".join(lines)
 
@@ -197,7 +250,21 @@ def watch_lines(report: WatchReport) -> list[str]:
     return lines
 
 
-def monitor_json(monitor: Monitor, settings: Settings, now: datetime) -> dict[str, Any]:
+def _names(listings: Sequence[Listing]) -> dict[str, Instance]:
+    """The instances of the last complete listings, by `<provider>:<id>`."""
+    return {inst.key: inst for listing in listings for inst in listing.instances}
+
+
+def _monitor_name(host: str, listed: dict[str, Instance]) -> str:
+    """The instance name behind a provider host (`runpod-<id>`), from the last listing."""
+    found = provider_host(host)
+    inst = listed.get(f"{found[0]}:{found[1]}") if found else None
+    return inst.name if inst else ""
+
+
+def monitor_json(
+    monitor: Monitor, settings: Settings, now: datetime, name: str = ""
+) -> dict[str, Any]:
     silent_for = now - (monitor.last_ping_at or monitor.created_at)
     return {
         "host": monitor.host,
@@ -213,6 +280,7 @@ def monitor_json(monitor: Monitor, settings: Settings, now: datetime) -> dict[st
         "down_since": iso(monitor.down_since),
         "last_alert_at": iso(monitor.last_alert_at),
         "bye_at": iso(monitor.bye_at),
+        "name": name,
     }
 
 
@@ -222,21 +290,26 @@ def status_json(
     last: ReapRun | None,
     history: History,
     now: datetime,
+    listings: Sequence[Listing] = (),
     *,
     actions: Sequence[ActionRecord] = (),
 ) -> dict[str, Any]:
     """The object of `reaper status --json` and of `GET /status`, from what the store knows.
+    `listings` (the last complete listing of each account) gives names and protections;
     `actions`: the recent actions people took (`recent_actions`)."""
     counts = {s: 0 for s in ("new", "up", "down", "retired")}
     for monitor in monitors:
         counts[monitor.status] += 1
+    listed = _names(listings)
     return {
         "at": iso(now),
         "counts": counts,
-        "monitors": [monitor_json(m, settings, now) for m in monitors],
+        "monitors": [
+            monitor_json(m, settings, now, _monitor_name(m.host, listed)) for m in monitors
+        ],
         "reaping": bool(settings.accounts),
         "last_reap": None if last is None else json.loads(last.model_dump_json()),
-        "fleet": fleet_json(history, settings, now),
+        "fleet": fleet_json(history, settings, now, listings),
         "actions": [action_json(a) for a in actions],
     }
 
@@ -256,57 +329,147 @@ def action_json(record: ActionRecord) -> dict[str, Any]:
     return data
 
 
-def fleet_json(history: History, settings: Settings, now: datetime) -> dict[str, Any]:
+def _stopped_json(
+    key: str,
+    since: datetime,
+    history: History,
+    settings: Settings,
+    now: datetime,
+    listed: dict[str, Instance],
+) -> dict[str, Any]:
+    """One stopped instance between passes. Protected or kept: no deadline, the reason
+    instead. Otherwise the deadline its warning announced (else first seen + the TTL); a
+    deadline already past is `overdue`: the next pass acts on it, it is not "due" then."""
+    inst = listed.get(key)
+    kept = history.kept.get(key)
+    if inst is not None:
+        protected = protection_reason(inst, history, now, settings.protect_marker)
+    elif kept is not None and kept.active(now):
+        protected = "kept by `reaper keep`" + (f" until {utc(kept.until)}" if kept.until else "")
+    else:
+        protected = None
+    warning = history.warnings.get(key)
+    if warning is not None and warning.at < since:
+        warning = None  # a warning of an earlier stretch
+    deadline = (warning.terminate_at if warning else None) or since + settings.stopped_ttl
+    due_at = None if protected else deadline
+    return {
+        "instance": key,
+        "name": inst.name if inst else "",
+        "stopped_since": iso(since),
+        "due_at": iso(due_at),
+        "overdue": due_at is not None and due_at <= now,
+        "protected": protected,
+        "warned_at": iso(warning.at) if warning else None,
+        "cost_per_hour": inst.cost_per_hour if inst else None,
+    }
+
+
+def fleet_json(
+    history: History, settings: Settings, now: datetime, listings: Sequence[Listing] = ()
+) -> dict[str, Any]:
     """The fleet as the store knows it between passes: what is stopped since when, when it
-    becomes due, which were warned, which are kept (the live listing is `reaper reap --dry-run`)."""
+    becomes due, which were warned, which are protected or kept, and why (the live listing is
+    `reaper reap --dry-run`)."""
+    listed = _names(listings)
     stopped = [
-        {
-            "instance": key,
-            "stopped_since": iso(since),
-            "due_at": iso(since + settings.stopped_ttl),
-            "warned_at": iso(w.at) if (w := history.warnings.get(key)) else None,
-        }
+        _stopped_json(key, since, history, settings, now, listed)
         for key, since in sorted(history.first_seen_stopped.items(), key=lambda kv: kv[1])
     ]
     kept = [
-        {"instance": k.key, "since": iso(k.since), "until": iso(k.until)}
+        {
+            "instance": k.key,
+            "name": inst.name if (inst := listed.get(k.key)) else "",
+            "since": iso(k.since),
+            "until": iso(k.until),
+        }
         for k in sorted(history.kept.values(), key=lambda k: k.key)
         if k.active(now)
     ]
     return {"stopped": stopped, "kept": kept}
 
 
-def status_lines(data: dict[str, Any]) -> list[str]:
+def _time(text: str | None, now: datetime, never: str = "never") -> str:
+    return when(parse_time(text), now, never=never)
+
+
+def _stopped_status(item: dict[str, Any], now: datetime) -> str:
+    if item["protected"]:
+        return f"protected: {item['protected']}"
+    due = parse_time(item["due_at"])
+    if due is None:
+        return ""
+    if item["overdue"]:
+        return f"past its deadline ({utc(due)}, {ago(due, now)}): the next reap pass acts"
+    warned = f"; warned {utc(w)}" if (w := parse_time(item["warned_at"])) else ""
+    return f"due {utc(due)} ({ago(due, now)}){warned}"
+
+
+def status_lines(data: dict[str, Any], *, width: int | None = None) -> list[str]:
+    now = parse_time(data["at"]) or datetime.now(UTC)
     c = data["counts"]
-    lines = [f"monitors: {c['up']} up, {c['new']} new, {c['down']} down, {c['retired']} retired"]
-    for m in data["monitors"]:
-        state = "overdue" if m["overdue"] else m["status"]
-        job = f"  job running since {m['job_started_at']}" if m["job_running"] else ""
-        lines.append(f"  {m['host']:<40} {state:<8} last ping {m['last_ping_at'] or 'never'}{job}")
     fleet = data["fleet"]
-    lines.append(f"stopped instances: {len(fleet['stopped'])}, kept: {len(fleet['kept'])}")
-    for item in fleet["stopped"]:
-        warned = f", warned {item['warned_at']}" if item["warned_at"] else ""
+    stopped = fleet["stopped"]
+    protected = sum(1 for s in stopped if s["protected"])
+    due = sum(1 for s in stopped if s["due_at"])
+    lines = [
+        f"status at {utc(now)}: monitors {c['up']} up, {c['new']} new, {c['down']} down,"
+        f" {c['retired']} retired; stopped {len(stopped)} ({due} due, {protected} protected),"
+        f" kept {len(fleet['kept'])}"
+    ]
+    if data["monitors"]:
+        rows = [
+            [
+                m["host"],
+                m.get("name", ""),
+                "overdue" if m["overdue"] else m["status"],
+                _time(m["last_ping_at"], now),
+                f"running since {_time(m['job_started_at'], now)}" if m["job_running"] else "",
+            ]
+            for m in data["monitors"]
+        ]
         lines.append(
-            f"  {item['instance']:<40} stopped since {item['stopped_since']}, "
-            f"due {item['due_at']}{warned}"
+            format_table(["monitor", "name", "state", "last ping", "job"], rows, width=width)
         )
-    for item in fleet["kept"]:
-        lines.append(f"  {item['instance']:<40} kept until {item['until'] or 'further notice'}")
+    if stopped:
+        rows = [
+            [
+                item["instance"],
+                item["name"],
+                _time(item["stopped_since"], now),
+                _stopped_status(item, now),
+            ]
+            for item in stopped
+        ]
+        lines.append(
+            format_table(["stopped", "name", "since", "deadline"], rows, max_width=90, width=width)
+        )
+    if fleet["kept"]:
+        rows = [
+            [item["instance"], item["name"], _time(item["until"], now, "further notice")]
+            for item in fleet["kept"]
+        ]
+        lines.append(format_table(["kept", "name", "until"], rows, width=width))
     if data.get("actions"):
+        rows = [
+            [
+                _time(item["at"], now),
+                item["label"],
+                item["subject"] or ", ".join(item["targets"]),
+                item["by"],
+                item["result"],
+            ]
+            for item in data["actions"]
+        ]
         lines.append(f"actions by people (last {humanize(RECENT_ACTIONS)}):")
-    for item in data.get("actions", []):
-        lines.append(
-            f"  {item['at']} {item['label']} {item['subject'] or ', '.join(item['targets'])}"
-            f" by {item['by']}: {item['result']}"
-        )
+        lines.append(format_table(["when", "action", "on", "by", "result"], rows, width=width))
     last = data["last_reap"]
     if last is None:
         lines.append("last reap: none recorded" + ("" if data["reaping"] else " (reaping is off)"))
     else:
         lines.append(
-            f"last reap: finished {last['finished_at']}, {last['instances']} instances, "
-            f"{last['terminated']} terminated, exit {last['exit_code']}"
+            f"last reap: finished {_time(last['finished_at'], now)}, {last['instances']}"
+            f" instances, {last['terminated']} terminated, exit {last['exit_code']}"
         )
     return lines
 
@@ -325,11 +488,11 @@ def audit_json(
     }
 
 
-def actions_table(actions: Sequence[ActionRecord]) -> str:
+def actions_table(actions: Sequence[ActionRecord], *, width: int | None = None) -> str:
     """`reaper audit`'s second table: every action a person took."""
     rows = [
         [
-            iso(a.at) or "",
+            utc(a.at),
             a.label,
             a.subject or ", ".join(a.targets),
             a.by,
@@ -338,24 +501,32 @@ def actions_table(actions: Sequence[ActionRecord]) -> str:
         ]
         for a in actions
     ]
-    return format_table(["when", "action", "on", "by", "done", "result"], rows, max_width=80)
+    return format_table(
+        ["when", "action", "on", "by", "done", "result"], rows, max_width=80, width=width
+    )
 
 
-def audit_table(records: Sequence[AuditRecord], actions: Sequence[ActionRecord] = ()) -> str:
-    tables = [_terminations_table(records)]
+def audit_table(
+    records: Sequence[AuditRecord],
+    actions: Sequence[ActionRecord] = (),
+    *,
+    width: int | None = None,
+) -> str:
+    tables = [_terminations_table(records, width)]
     if actions:
         tables.append(
-            "actions by people (phone, status page, command line):\n" + actions_table(actions)
+            "actions by people (phone, status page, command line):\n"
+            + actions_table(actions, width=width)
         )
     return "\n\n".join(tables)
 
 
-def _terminations_table(records: Sequence[AuditRecord]) -> str:
+def _terminations_table(records: Sequence[AuditRecord], width: int | None) -> str:
     if not records:
         return "no terminations recorded"
     rows = [
         [
-            iso(r.requested_at) or "",
+            utc(r.requested_at),
             r.provider,
             r.account,
             r.id,
@@ -366,11 +537,18 @@ def _terminations_table(records: Sequence[AuditRecord]) -> str:
         ]
         for r in records
     ]
-    return format_table(
+    unconfirmed = sum(1 for r in records if not r.confirmed)
+    summary = f"{len(records)} terminations: {len(records) - unconfirmed} confirmed" + (
+        f", {unconfirmed} NOT confirmed (check them in the console)" if unconfirmed else ""
+    )
+    table = format_table(
         ["when", "provider", "account", "id", "name", "result", "confirmed", "why"],
         rows,
         max_width=80,
+        width=width,
+        shrink_first=(7, 4),
     )
+    return f"{summary}\n{table}"
 
 
 # --- report ---------------------------------------------------------------------------------
@@ -383,15 +561,37 @@ def digest_json(digest: Digest) -> dict[str, Any]:
     return data
 
 
-def digest_text(digest: Digest) -> str:
+def report_headline(digest: Digest) -> str:
+    """`report at ...: spend now $X/h`, and which accounts did not answer: a total that
+    silently leaves an account out would read as the whole spend."""
+    line = f"report at {utc(digest.at)}: spend now {money(digest.spend_per_hour)}/h"
+    failed = [f"{digest.labels.get(e.provider, e.provider)} {e.account}" for e in digest.errors]
+    if failed:
+        verb = "did not answer" if len(failed) == 1 else "did not answer (not counted)"
+        line += f" — {', '.join(failed)} {verb}"
+    return line
+
+
+def _runway_status(b: BalanceLine) -> str:
+    if b.low:
+        return "LOW"
+    return "SHORT" if b.runway_short else ""
+
+
+def digest_text(digest: Digest, *, width: int | None = None) -> str:
     """The terminal form of `reaper report`: one short table per topic."""
-    out = [f"report at {iso(digest.at)}: spend now {money(digest.spend_per_hour)}/h"]
+    out = [report_headline(digest)]
     if digest.spend:
         rows = [
             [s.provider, s.account, f"{s.per_hour:.3f}", str(s.billing), str(s.unknown_cost)]
             for s in digest.spend
         ]
-        out += ["", format_table(["provider", "account", "$/h", "billing", "cost unknown"], rows)]
+        out += [
+            "",
+            format_table(
+                ["provider", "account", "$/h", "billing", "cost unknown"], rows, width=width
+            ),
+        ]
     out.append("")
     if digest.balances:
         rows = [
@@ -401,11 +601,15 @@ def digest_text(digest: Digest) -> str:
                 "" if b.balance is None else f"{b.balance:.2f}",
                 "" if b.spend_per_hour is None else f"{b.spend_per_hour:.3f}",
                 "" if b.hours_left is None else humanize(timedelta(hours=b.hours_left)),
-                "LOW" if b.low else "",
+                _runway_status(b),
             ]
             for b in digest.balances
         ]
-        out.append(format_table(["provider", "account", "balance", "$/h", "left", "status"], rows))
+        out.append(
+            format_table(
+                ["provider", "account", "balance", "$/h", "runway", "status"], rows, width=width
+            )
+        )
     else:
         out.append("balances: none readable")
     out.append("")
@@ -424,7 +628,7 @@ def digest_text(digest: Digest) -> str:
             for leak in digest.leaks
         ]
         headers = ["leak", "provider", "account", "id", "name", "detail", "for", "alerted"]
-        out.append(format_table(headers, rows))
+        out.append(format_table(headers, rows, width=width, shrink_first=(5, 4)))
     else:
         out.append("leaks: none")
     out.append("")
@@ -439,12 +643,19 @@ def digest_text(digest: Digest) -> str:
                 r.id,
                 r.name,
                 "" if r.per_month is None else f"{r.per_month:.2f}",
-                iso(r.requested_at) or "",
+                utc(r.requested_at),
                 r.reason,
             ]
             for r in digest.reaped_24h
         ]
-        out.append(format_table(["provider", "id", "name", "$/month", "at", "reason"], rows))
+        out.append(
+            format_table(
+                ["provider", "id", "name", "$/month", "at", "reason"],
+                rows,
+                width=width,
+                shrink_first=(5, 2),
+            )
+        )
     else:
         out.append("reaped in 24h: nothing")
     if digest.monitors_down:

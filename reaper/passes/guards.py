@@ -31,6 +31,7 @@ from reaper.core.leaks import (
     with_spend,
 )
 from reaper.core.models import Alert, Balance, Episode, Instance, Volume
+from reaper.core.runway import runway_hours, runway_key, runway_short
 from reaper.passes.context import Context
 from reaper.passes.observe import Observation, read_extras
 from reaper.providers.base import error_text
@@ -59,6 +60,7 @@ class GuardReport:
     volumes: list[Volume] = field(default_factory=list)
     warnings: list[GuardWarning] = field(default_factory=list)
     balance_min: float = 0.0
+    balance_hours: float = 0.0
 
 
 def fetch_episode_key(provider: str, account: str, what: FetchWhat) -> str:
@@ -158,6 +160,41 @@ class _GuardPass:
             )
             await self.send(key, alert)
 
+    async def runway(self, balance: Balance) -> None:
+        """Short: one alert per episode of a runway under BALANCE_HOURS, while the balance is
+        still above BALANCE_MIN (below it, the low-balance alert says how long it lasts, and
+        this episode is left as it is). Long again, or nothing bills: the episode closes.
+        An unknown balance or spend decides nothing."""
+        settings, store = self.ctx.settings, self.ctx.store
+        if balance.balance is None or balance.spend_per_hour is None:
+            return
+        if is_low(balance, settings.balance_min):
+            return
+        key = runway_key(balance.provider, balance.account)
+        hours = runway_hours(balance.balance, balance.spend_per_hour)
+        if hours is None or not runway_short(hours, settings.balance_hours):
+            if store.close_episode(key) is not None:
+                log.event(
+                    "balance_runway",
+                    provider=balance.provider,
+                    account=balance.account,
+                    result="recovered",
+                    hours=None if hours is None else round(hours, 2),
+                )
+            return
+        episode = store.open_episode(key, self.now, f"{settings.balance_hours:g}h")
+        if episode.alerted_at is None:
+            alert = messages.balance_runway(
+                balance.provider,
+                label(balance.provider),
+                balance.account,
+                balance.balance,
+                balance.spend_per_hour,
+                hours,
+                settings.balance_hours,
+            )
+            await self.send(key, alert)
+
     def reconcile(
         self, findings: list[Finding], closable: set[tuple[str, str, str]], keep: set[str]
     ) -> dict[str, Episode]:
@@ -192,7 +229,12 @@ async def guard_pass(ctx: Context, seen: Observation, fleet: list[Instance]) -> 
     anything unexpected becomes a warning in the report.
     """
     now = ctx.clock.now()
-    report = GuardReport(at=now, dry_run=ctx.dry_run, balance_min=ctx.settings.balance_min)
+    report = GuardReport(
+        at=now,
+        dry_run=ctx.dry_run,
+        balance_min=ctx.settings.balance_min,
+        balance_hours=ctx.settings.balance_hours,
+    )
     try:
         await _run(_GuardPass(ctx, now, report), seen, fleet)
     except Exception as exc:  # the guards must never take the reap pass down with them
@@ -229,6 +271,7 @@ async def _run(run: _GuardPass, seen: Observation, fleet: list[Instance]) -> Non
     report.balances = with_spend(extras.balances, fleet, failed)
     for balance in report.balances:
         await run.balance(balance)
+        await run.runway(balance)
 
     report.findings = detect(fleet, report.volumes, report.at, ctx.settings)
     keep = undetermined_keys(fleet, report.volumes)

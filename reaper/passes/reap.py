@@ -153,6 +153,9 @@ class ReapReport:
     reconciled: list[str] = field(default_factory=list)
     # The money guards' findings (leaks, balances) of this pass; None when they did not run.
     guards: GuardReport | None = None
+    # The termination cap of this pass and what set it (the setting or `--max-terminations`).
+    cap: int | None = None
+    cap_source: str = "REAPER_MAX_TERMINATIONS"
 
     @property
     def exit_code(self) -> int:
@@ -1036,6 +1039,7 @@ async def _act(run: _Pass, plan: Plan, max_terminations: int | None) -> None:
 
     cap = settings.max_terminations if max_terminations is None else max_terminations
     source = "REAPER_MAX_TERMINATIONS" if max_terminations is None else "--max-terminations"
+    report.cap, report.cap_source = cap, source
     if plan.cap_exceeded:
         capped = [d.instance for d in held]
         await run.alert_once(

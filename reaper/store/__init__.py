@@ -2,16 +2,23 @@
 
 from __future__ import annotations
 
+import os
+
 from reaper.config import ConfigError, StateURL
 from reaper.store.base import ReadOnlyStoreError, Store
 
 
-def open_store(url: StateURL, *, read_only: bool = False) -> Store:
-    """Open the configured backend. `read_only` (dry runs) creates nothing and writes nothing."""
+def open_store(url: StateURL, *, read_only: bool = False, existing: bool = False) -> Store:
+    """Open the configured backend. `read_only` (dry runs) creates nothing and writes nothing.
+    `existing` (the read-outs: status, audit, report): a SQLite path that holds no reaper state
+    is a config error, not an empty store — "none recorded" would hide a mistyped path."""
     if url.kind == "sqlite":
         import sqlite3
 
         from reaper.store.sqlite import SQLiteStore
+
+        if existing:
+            _require_sqlite_state(url.location)
 
         try:
             return SQLiteStore(url.location, read_only=read_only)
@@ -21,6 +28,32 @@ def open_store(url: StateURL, *, read_only: bool = False) -> Store:
             reason = " ".join(str(exc).split()) or type(exc).__name__
             raise ConfigError("REAPER_STATE", f"cannot open {url.location}: {reason}") from None
     return _open_dynamodb(url, read_only=read_only)
+
+
+def _require_sqlite_state(location: str) -> None:
+    """One line for a path that cannot hold this store: missing, a directory, or a file that
+    is not a SQLite database with reaper's tables."""
+    import sqlite3
+    from pathlib import Path
+
+    path = Path(location)
+    hint = "check REAPER_STATE (a reap pass or `reaper serve` creates it)"
+    if path.is_dir():
+        raise ConfigError("REAPER_STATE", f"{location} is a directory, not a state database")
+    if not path.exists():
+        raise ConfigError("REAPER_STATE", f"no state database at {location}: {hint}")
+    try:
+        conn = sqlite3.connect(f"{path.resolve().as_uri()}?mode=ro", uri=True)
+        try:
+            tables = {r[0] for r in conn.execute("SELECT name FROM sqlite_master")}
+        finally:
+            conn.close()
+    except sqlite3.Error as exc:
+        reason = " ".join(str(exc).split()) or type(exc).__name__
+        expected = f"{location} is not a state database ({reason})"
+        raise ConfigError("REAPER_STATE", expected) from None
+    if "audit" not in tables:
+        raise ConfigError("REAPER_STATE", f"{location} holds no reaper state: {hint}")
 
 
 def _open_dynamodb(url: StateURL, *, read_only: bool) -> Store:
@@ -39,8 +72,11 @@ def _open_dynamodb(url: StateURL, *, read_only: bool) -> Store:
 
     from reaper.store.dynamodb import DynamoDBStore, make_client
 
+    # `?region=` first, then AWS_REGION (boto3 itself reads only AWS_DEFAULT_REGION and the
+    # profile's config, while Lambda and most AWS tooling set AWS_REGION), then boto3's own.
+    region = url.region or (os.environ.get("AWS_REGION") or "").strip() or None
     try:
-        client = make_client(url.region)
+        client = make_client(region)
     except NoRegionError:
         raise ConfigError(
             "REAPER_STATE",
