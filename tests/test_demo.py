@@ -5,6 +5,7 @@ a watchdog going silent while its pod bills (with the $/h), a job's message forw
 from __future__ import annotations
 
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -78,3 +79,14 @@ def test_without_bash_the_kit_scene_says_so(tmp_path: Path) -> None:
     assert done.returncode == 0, done.stderr
     assert "skipped: the kit needs bash and curl, not found on this machine" in done.stdout
     assert "Watchdog silent while llm-finetune" in done.stdout
+
+
+def test_the_warnings_show_the_phone_buttons(output: str) -> None:
+    warned = output.split("will be terminated in 1h", 1)[1]
+    assert "[Keep 1 day] [Keep 1 week] [Terminate now]" in warned.split("📱", 2)[1]
+    silent = output.split("Watchdog silent while", 1)[1]
+    assert "[Mute 1 day]" in silent.split("📱", 1)[0]
+
+
+def test_the_status_page_address_is_printed(output: str) -> None:
+    assert re.search(r"status page: http://127\.0\.0\.1:\d+/ \(admin key demo-", output)

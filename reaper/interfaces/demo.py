@@ -44,6 +44,7 @@ if TYPE_CHECKING:
 
 DEMO_START = datetime(2026, 11, 27, 18, 0, tzinfo=UTC)  # a Friday evening
 PING_KEY = "demo-ping-key-not-secret"
+DEMO_ADMIN_KEY = "demo-admin-key-not-secret"
 # The pod whose watchdog goes silent, and the one whose job sends a message.
 WATCHED_POD = "llm-finetune-a1"
 MESSAGING_INSTANCE = 4242001
@@ -55,20 +56,17 @@ _KIT_TIME = re.compile(r"^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\dZ ")
 
 
 def phone_actions(alert: Alert) -> list[str]:
-    """The buttons a phone shows under `alert`, as text ("[Keep 1 day] [Keep 1 week]").
-
-    PLACEHOLDER (#15, phone actions): none until the action links land; the demo prints
-    whatever this returns under each alert.
-    """
-    return []
+    """The buttons a phone shows under `alert`, as text ("[Keep 1 day] [Keep 1 week]"): what
+    Telegram shows as inline buttons and ntfy as action buttons (see "Acting from the
+    phone" in the README)."""
+    return [f"[{action.label}]" for action in alert.actions]
 
 
 def status_page_line(base_url: str) -> str | None:
-    """The status page's address on the demo's own server, as one line to print.
-
-    PLACEHOLDER (#16, status page): None until the status page lands.
-    """
-    return None
+    """The status page's address on the demo's own server, as one line to print: open while
+    the demo runs (sign in with DEMO_ADMIN_KEY); `reaper emulate` and `reaper serve` keep one
+    up for as long as you like."""
+    return f"status page: {base_url}/ (admin key {DEMO_ADMIN_KEY}, while the demo runs)"
 
 
 # --- the fleet and the printing ---------------------------------------------------------------
@@ -251,6 +249,7 @@ async def _run(state_dir: Path) -> int:
                 "VAST_API_URL": vast.url,
                 "REAPER_STATE": f"sqlite:///{state_dir / 'state.db'}",
                 "REAPER_PING_KEY": PING_KEY,
+                "REAPER_ADMIN_KEY": DEMO_ADMIN_KEY,
                 # The demo's channel is the screen: what it prints reaches the person watching.
                 "REAPER_REQUIRE_CHANNEL": "false",
             },
