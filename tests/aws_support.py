@@ -11,6 +11,7 @@ from __future__ import annotations
 import base64
 import itertools
 import json
+import threading
 from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import Any
@@ -63,6 +64,22 @@ CONTRACT_VARIABLES = (
 )
 _names = itertools.count(1)
 _clients: dict[str, Any] = {}
+
+
+def atomic(client: Any) -> Any:
+    """`client` with each request served one at a time, as DynamoDB serves the writes to one
+    item: moto evaluates a condition and writes without a lock, so two threads can both pass
+    a condition that only one of them may. With this, the race tests check reaper's conditions
+    (of many concurrent uses exactly one may meet them), not moto's thread safety."""
+    lock = threading.Lock()
+    make_call = client._make_api_call
+
+    def one_at_a_time(operation: str, params: dict[str, Any]) -> Any:
+        with lock:
+            return make_call(operation, params)
+
+    client._make_api_call = one_at_a_time
+    return client
 
 
 def client(service: str) -> Any:

@@ -17,6 +17,7 @@ from reaper.core.models import PhoneAction
 from reaper.passes.act import LINK, perform
 from reaper.passes.arm import grant_id, mint
 from reaper.store.dynamodb import DynamoDBStore, create_table
+from tests.aws_support import atomic
 from tests.phone_support import link_path, phone
 from tests.store_contract import KEEP_A_DAY, T0, grant
 from tests.test_store_dynamodb import AWS_ENV
@@ -81,7 +82,7 @@ def test_dynamodb_conditional_write_lets_one_use_win(monkeypatch: Any) -> None:
     for name, value in AWS_ENV.items():
         monkeypatch.setenv(name, value)
     with mock_aws():
-        client = boto3.client("dynamodb", region_name="us-east-1")
+        client = atomic(boto3.client("dynamodb", region_name="us-east-1"))
         create_table("reaper-single-use", client)
         stores = [DynamoDBStore("reaper-single-use", client=client) for _ in range(6)]
         stores[0].add_grant(grant("g"))

@@ -18,6 +18,7 @@ from moto import mock_aws
 from reaper.core.models import KeptInstance, Monitor
 from reaper.store.base import ReadOnlyStoreError, Store
 from reaper.store.dynamodb import DynamoDBStore, create_table
+from tests.aws_support import atomic
 from tests.store_contract import HOUR, MINUTE, T0, WRITES, StoreContract, audit_record, reap_run
 
 AWS_ENV = {
@@ -39,7 +40,7 @@ def moto_client() -> Iterator[Any]:
         for name, value in AWS_ENV.items():
             patch.setenv(name, value)
         with mock_aws():
-            yield boto3.client("dynamodb", region_name="us-east-1")
+            yield atomic(boto3.client("dynamodb", region_name="us-east-1"))
 
 
 @pytest.fixture
