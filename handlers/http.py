@@ -1,4 +1,5 @@
-"""Lambda: the HTTP API (/healthz, /ping, /alert, /status) behind an API Gateway HTTP API.
+"""Lambda: the HTTP API (/healthz, /ping, /alert, /status, /monitors) behind an API Gateway
+HTTP API.
 
 Only an adapter: an HTTP API event (payload format 2.0, which Lambda function URLs use as
 well) becomes a `reaper.http.Request`, `reaper.http.handle` answers it exactly as under
@@ -59,6 +60,7 @@ def to_request(event: Mapping[str, Any]) -> Request:
         headers=headers,
         body=_body(event),
         client=str(http.get("sourceIp") or "unknown"),
+        query=str(event.get("rawQueryString") or ""),
     )
 
 

@@ -8,7 +8,7 @@ only these values, never a client or a database.
 
 from __future__ import annotations
 
-from datetime import datetime
+from datetime import datetime, timedelta
 from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field
@@ -256,6 +256,46 @@ class Monitor(BaseModel):
     # When a complete listing first failed to show this provider host's instance: it retires as
     # gone only when a second complete listing, a watch period later, misses it too.
     absent_since: datetime | None = None
+
+    # --- its own settings, pause, mute and the ping log --------------------------------------
+    # Silence before it is down: `timeout` (None: HEARTBEAT_TIMEOUT) + `grace` (None: none),
+    # Healthchecks' "period" and "grace".
+    timeout: timedelta | None = None
+    grace: timedelta | None = None
+    # Paused: never alerts, and is not watched; any later ping resumes it.
+    paused: bool = False
+    # When it was last resumed (by `reaper monitor resume` or the admin API): silence counts
+    # from then, so that a monitor paused for a week does not alert the minute it resumes.
+    resumed_at: datetime | None = None
+    # Muted: its state is tracked, but no alert about it goes out until this time.
+    muted_until: datetime | None = None
+    # An alert a mute held back while the monitor is down: said once when the mute ends.
+    alert_held: bool = False
+    # How many events its ping log has taken: event n is kept in slot n % PING_LOG_KEPT.
+    events: int = 0
+    # When a notify naming this host (`<host>: ...` to /alert) reached a channel, with no ping
+    # since: a failure ping just after it sends no second alert (one alert per failure).
+    notified_at: datetime | None = None
+
+
+PingEventKind = Literal["ping", "start", "fail", "exit", "bye", "log"]
+
+
+class PingEvent(BaseModel):
+    """One entry of a monitor's ping log (its last 100 are kept): what arrived, when, from
+    where, and what it did when that is not the obvious (an alert held or already sent)."""
+
+    model_config = ConfigDict(frozen=True, defer_build=True)
+
+    # The monitor's event number, from 1.
+    seq: int
+    at: datetime
+    kind: PingEventKind
+    exit_status: int | None = None
+    # The first 1 KB of the body (or of `?msg=`).
+    body: str = ""
+    client: str = ""
+    note: str = ""
 
 
 class Alert(BaseModel):

@@ -171,6 +171,7 @@ def _request(scope: Scope, body: bytes) -> Request:
         headers=headers,
         body=body,
         client=str(client[0]) if client else "unknown",
+        query=bytes(scope.get("query_string", b"")).decode("latin-1"),
     )
 
 

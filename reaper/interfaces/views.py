@@ -15,7 +15,8 @@ from typing import Any
 from reaper.config import Settings
 from reaper.core.digest import Digest
 from reaper.core.leaks import hours_left, is_low
-from reaper.core.models import AuditRecord, History, Monitor, ReapRun
+from reaper.core.models import AuditRecord, History, Monitor, PingEvent, ReapRun
+from reaper.core.monitors import down_after, grace_of, heard_or_resumed, muted, timeout_of
 from reaper.core.units import humanize, iso, money
 from reaper.interfaces.table import format_table
 from reaper.passes.guards import GuardReport
@@ -175,6 +176,9 @@ def watch_json(report: WatchReport) -> dict[str, Any]:
             for e in report.errors
         ],
         "exit_code": report.exit_code,
+        "paused": report.paused,
+        "muted": report.muted,
+        "dry_run": report.dry_run,
     }
 
 
@@ -190,6 +194,9 @@ def watch_lines(report: WatchReport) -> list[str]:
     ):
         if hosts:
             lines.append(f"  {name}: {', '.join(hosts)}")
+    for name, hosts in (("paused", report.paused), ("muted (alerts held)", report.muted)):
+        if hosts:
+            lines.append(f"  {name}: {', '.join(hosts)}")
     if report.reaper_silent:
         lines.append("  the reaper itself is silent")
     lines += [f"  {e.provider} ({e.account}): {e.message}" for e in report.errors]
@@ -197,11 +204,12 @@ def watch_lines(report: WatchReport) -> list[str]:
 
 
 def monitor_json(monitor: Monitor, settings: Settings, now: datetime) -> dict[str, Any]:
-    silent_for = now - (monitor.last_ping_at or monitor.created_at)
+    silent_for = now - heard_or_resumed(monitor)
+    limit = down_after(monitor, settings.heartbeat_timeout)
     return {
         "host": monitor.host,
         "status": monitor.status,
-        "overdue": monitor.status in ("new", "up") and silent_for >= settings.heartbeat_timeout,
+        "overdue": monitor.status in ("new", "up") and not monitor.paused and silent_for >= limit,
         "created_at": iso(monitor.created_at),
         "last_ping_at": iso(monitor.last_ping_at),
         "last_ping_kind": monitor.last_ping_kind,
@@ -212,6 +220,20 @@ def monitor_json(monitor: Monitor, settings: Settings, now: datetime) -> dict[st
         "down_since": iso(monitor.down_since),
         "last_alert_at": iso(monitor.last_alert_at),
         "bye_at": iso(monitor.bye_at),
+        **monitor_settings_json(monitor, settings, now),
+    }
+
+
+def monitor_settings_json(monitor: Monitor, settings: Settings, now: datetime) -> dict[str, Any]:
+    """A monitor's own settings, in force: durations in whole seconds."""
+    return {
+        "timeout": int(timeout_of(monitor, settings.heartbeat_timeout).total_seconds()),
+        "timeout_default": monitor.timeout is None,
+        "grace": int(grace_of(monitor).total_seconds()),
+        "paused": monitor.paused,
+        "muted_until": iso(monitor.muted_until) if muted(monitor, now) else None,
+        "alert_held": monitor.alert_held,
+        "events": monitor.events,
     }
 
 
@@ -260,7 +282,7 @@ def status_lines(data: dict[str, Any]) -> list[str]:
     c = data["counts"]
     lines = [f"monitors: {c['up']} up, {c['new']} new, {c['down']} down, {c['retired']} retired"]
     for m in data["monitors"]:
-        state = "overdue" if m["overdue"] else m["status"]
+        state = "paused" if m["paused"] else "overdue" if m["overdue"] else m["status"]
         job = f"  job running since {m['job_started_at']}" if m["job_running"] else ""
         lines.append(f"  {m['host']:<40} {state:<8} last ping {m['last_ping_at'] or 'never'}{job}")
     fleet = data["fleet"]
@@ -398,3 +420,69 @@ def digest_text(digest: Digest) -> str:
     for problem in digest.warnings:
         out.append(f"warning: {problem.provider}/{problem.account}: {problem.message}")
     return "\n".join(out)
+
+
+# --- monitors, one by one (`reaper monitor ...`, `/monitors/<host>`) --------------------------
+
+
+def event_json(event: PingEvent) -> dict[str, Any]:
+    return {
+        "seq": event.seq,
+        "at": iso(event.at),
+        "kind": event.kind,
+        "exit_status": event.exit_status,
+        "body": event.body,
+        "client": event.client,
+        "note": event.note,
+    }
+
+
+def monitor_detail_json(
+    monitor: Monitor, events: Sequence[PingEvent], settings: Settings, now: datetime
+) -> dict[str, Any]:
+    """The object of `GET /monitors/<host>` and `reaper monitor log --json`: the monitor (as
+    in `status --json`) and its ping log, oldest first."""
+    return {
+        "monitor": monitor_json(monitor, settings, now),
+        "events": [event_json(e) for e in events],
+    }
+
+
+def _seconds(seconds: int) -> str:
+    return humanize(timedelta(seconds=seconds)) if seconds else "0"
+
+
+def monitors_table(monitors: Sequence[Monitor], settings: Settings, now: datetime) -> str:
+    """`reaper monitor list`: every monitor with its own settings."""
+    if not monitors:
+        return "no monitors"
+    rows = []
+    for monitor in monitors:
+        m = monitor_json(monitor, settings, now)
+        state = "paused" if m["paused"] else "overdue" if m["overdue"] else m["status"]
+        timeout = _seconds(m["timeout"]) + ("" if m["timeout_default"] else " (own)")
+        muted_until = m["muted_until"] or ""
+        rows.append(
+            [
+                m["host"],
+                state,
+                m["last_ping_at"] or "never",
+                timeout,
+                _seconds(m["grace"]),
+                muted_until,
+            ]
+        )
+    headers = ["host", "state", "last ping", "timeout", "grace", "muted until"]
+    return format_table(headers, rows, max_width=60)
+
+
+def monitor_log_lines(monitor: Monitor, events: Sequence[PingEvent]) -> list[str]:
+    """`reaper monitor log <host>`: one line per event, oldest first."""
+    lines = [f"{monitor.host}: {len(events)} events (the last {monitor.events} kept up to 100)"]
+    for e in events:
+        kind = f"exit {e.exit_status}" if e.kind == "exit" else e.kind
+        body = " ".join(e.body.split())
+        body = body if len(body) <= 80 else body[:79] + "…"
+        note = f" [{e.note}]" if e.note else ""
+        lines.append(f"  {iso(e.at)}  #{e.seq:<5} {kind:<8} {e.client:<15} {body}{note}")
+    return lines

@@ -27,9 +27,11 @@ from reaper.core.models import (
     KeptInstance,
     Listing,
     Monitor,
+    PingEvent,
     ReapRun,
     WarningRecord,
 )
+from reaper.core.monitors import SettingsChange, apply_change
 from reaper.providers.base import ProviderClient, TerminateOutcome
 from reaper.store.base import Store
 
@@ -198,6 +200,26 @@ class RecordingStore:
 
     def close(self) -> None:
         self.inner.close()
+
+    # --- monitor settings, pause, mute and the ping log -----------------------------------
+    def monitor_log(self, host: str) -> list[PingEvent]:
+        return self.inner.monitor_log(host)
+
+    def set_monitor_settings(self, host: str, change: SettingsChange) -> Monitor | None:
+        self._write(f"set_monitor_settings {host} {','.join(sorted(change.given))}")
+        current = self.inner.get_monitor(host)
+        return None if current is None else apply_change(current, change)
+
+    def pause_monitor(self, host: str, paused: bool, at: datetime) -> bool:
+        self._write(f"pause_monitor {host} {paused}")
+        return self.inner.get_monitor(host) is not None
+
+    def mute_monitor(self, host: str, until: datetime | None) -> bool:
+        self._write(f"mute_monitor {host}")
+        return self.inner.get_monitor(host) is not None
+
+    def log_event(self, host: str, event: PingEvent) -> None:
+        self._write(f"log_event {host} {event.seq}")
 
 
 @dataclass

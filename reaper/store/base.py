@@ -18,9 +18,11 @@ from reaper.core.models import (
     KeptInstance,
     Listing,
     Monitor,
+    PingEvent,
     ReapRun,
     WarningRecord,
 )
+from reaper.core.monitors import PING_LOG_KEPT, SettingsChange
 
 
 class ReadOnlyStoreError(RuntimeError):
@@ -130,12 +132,14 @@ class Store(Protocol):
         """All monitors, ordered by host."""
         ...
 
-    def delete_monitor(self, host: str) -> None: ...
+    def delete_monitor(self, host: str) -> None:
+        """Delete the monitor and its ping log."""
+        ...
 
     def delete_retired(self, before: datetime, keep: int) -> int:
         """Delete retired monitors last heard from before `before`, and those beyond the `keep`
-        most recently heard from (see `retired_to_delete`); how many were deleted. A monitor
-        revived meanwhile is never deleted."""
+        most recently heard from (see `retired_to_delete`), with their ping logs; how many
+        were deleted. A monitor revived meanwhile is never deleted."""
         ...
 
     # --- alert de-duplication and episodes ----------------------------------------------
@@ -156,3 +160,34 @@ class Store(Protocol):
     def open_episodes(self, prefix: str = "") -> list[Episode]: ...
 
     def close(self) -> None: ...
+
+    # --- monitor settings, pause, mute and the ping log -----------------------------------
+    def set_monitor_settings(self, host: str, change: SettingsChange) -> Monitor | None:
+        """Apply `change` (`apply_change`) to the monitor's own settings in one atomic step,
+        its state left as the store holds it (a ping meanwhile is never lost); the monitor as
+        written, or None when there is no such monitor."""
+        ...
+
+    def pause_monitor(self, host: str, paused: bool, at: datetime) -> bool:
+        """Pause, or resume (silence then counts from `at`); False when no such monitor."""
+        ...
+
+    def mute_monitor(self, host: str, until: datetime | None) -> bool:
+        """No alert about the monitor until `until` (None: unmute); its state is still
+        tracked. False when no such monitor."""
+        ...
+
+    def log_event(self, host: str, event: PingEvent) -> None:
+        """Keep `event` in the host's ping log, in slot `event.seq % PING_LOG_KEPT`: the log
+        holds the last PING_LOG_KEPT events without ever being trimmed. An event never
+        replaces a newer one in its slot."""
+        ...
+
+    def monitor_log(self, host: str) -> list[PingEvent]:
+        """The host's ping log, oldest first (at most PING_LOG_KEPT events)."""
+        ...
+
+
+def log_slot(event: PingEvent) -> int:
+    """Where an event lives in its monitor's ring of PING_LOG_KEPT slots."""
+    return event.seq % PING_LOG_KEPT

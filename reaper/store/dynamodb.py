@@ -16,6 +16,7 @@ partition (no Scan, no index):
 | `claim`   | `<alert key>`                   | `claimed_at`, `ttl`                             |
 | `episode` | `<episode key>`                 | `opened_at`, `detail`, `alerted_at`             |
 | `listing` | `<provider>#<account>`          | `at`, `listing` (zlib-compressed JSON, binary)  |
+| `pinglog` | `<host>#<slot 000-099>`         | `seq`, `event` (JSON): the monitor's ping log   |
 
 Times are fixed-width ISO 8601 UTC text, so that DynamoDB's string comparison in a condition
 or a sort key compares instants. Overlapping runs (an hourly reap and a manual one; two
@@ -38,6 +39,13 @@ answer here depends on it: conditions compare the stored times, and TTL only col
 
 boto3 is imported when a store is first made, not at module import: it ships with the Lambda
 runtime but is not a local runtime dependency (`pip install reaper[aws]`).
+
+The ping log is a ring of PING_LOG_KEPT (100) items per monitor, not a list on the monitor's
+item: event n (the monitor's `events` counter) is written to slot n % 100 with a plain put,
+so a ping stays one conditional write of the monitor plus one small unconditional put, the
+log needs no trimming, and the monitor item — which every watch pass reads for every
+monitor — stays small (a list of 100 events of up to 1 KB would make each ping rewrite, and
+each watch pass read, about 100 KB per monitor). `bench/dynamodb_ping.py` measures both.
 """
 
 from __future__ import annotations
@@ -57,11 +65,13 @@ from reaper.core.models import (
     KeptInstance,
     Listing,
     Monitor,
+    PingEvent,
     ReapRun,
     WarningRecord,
 )
+from reaper.core.monitors import SettingsChange, apply_change
 from reaper.core.units import as_utc
-from reaper.store.base import ReadOnlyStoreError, last_heard, retired_to_delete
+from reaper.store.base import ReadOnlyStoreError, last_heard, log_slot, retired_to_delete
 
 # A claim is kept at least this long (or its window, if longer), as the SQLite store keeps it,
 # so that a caller with a longer window than the last claimer's still sees a duplicate.
@@ -72,6 +82,8 @@ REAP_RUN_RETENTION = timedelta(days=90)
 LEASE_RETENTION = timedelta(days=1)
 # How often a monitor write re-reads and retries after losing a race on the same host.
 CONFLICT_RETRIES = 20
+# A mute changes no pause, so the time of its change dates nothing.
+_EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
 
 _Model = TypeVar("_Model", bound=BaseModel)
 Item = dict[str, Any]
@@ -569,6 +581,7 @@ class DynamoDBStore:
     def delete_monitor(self, host: str) -> None:
         self._writable()
         self._replace_monitor(None, host)
+        self._delete_log(host)
 
     def delete_retired(self, before: datetime, keep: int) -> int:
         """One read of the monitors, then one delete per chosen monitor, conditional on its
@@ -582,13 +595,16 @@ class DynamoDBStore:
                 heard[monitor.host] = last_heard(monitor)
         deleted = 0
         for host in retired_to_delete(heard, as_utc(before), keep):
-            deleted += self._conditional(
+            gone = self._conditional(
                 "delete_item",
                 Key=_key("monitor", host),
                 ConditionExpression="#status = :retired",
                 ExpressionAttributeNames={"#status": "status"},
                 ExpressionAttributeValues={":retired": _s("retired")},
             )
+            if gone:
+                self._delete_log(host)
+            deleted += gone
         return deleted
 
     # --- alert de-duplication and episodes ------------------------------------------------
@@ -660,6 +676,66 @@ class DynamoDBStore:
 
     def close(self) -> None:
         """Nothing to close: the client's connections are pooled for warm invocations."""
+
+    # --- monitor settings, pause, mute and the ping log -----------------------------------
+    def set_monitor_settings(self, host: str, change: SettingsChange) -> Monitor | None:
+        """Optimistic: read the monitor, write it changed on condition that it is still
+        exactly what was read (a ping meanwhile makes the condition fail: read again). The
+        status does not change, so the active counter is left alone."""
+        self._writable()
+        for _ in range(CONFLICT_RETRIES):
+            item = self._get("monitor", host)
+            if item is None:
+                return None
+            monitor = apply_change(Monitor.model_validate_json(item["monitor"]["S"]), change)
+            if self._conditional(
+                "put_item",
+                Item=self._monitor_item(monitor),
+                ConditionExpression="#monitor = :old",
+                ExpressionAttributeNames={"#monitor": "monitor"},
+                ExpressionAttributeValues={":old": item["monitor"]},
+            ):
+                return _utc_model(monitor)
+        raise StoreConflictError(f"monitor {host!r}: too many concurrent writes, nothing written")
+
+    def pause_monitor(self, host: str, paused: bool, at: datetime) -> bool:
+        change = SettingsChange(at=at, given=frozenset({"paused"}), paused=paused)
+        return self.set_monitor_settings(host, change) is not None
+
+    def mute_monitor(self, host: str, until: datetime | None) -> bool:
+        change = SettingsChange(at=_EPOCH, given=frozenset({"muted_until"}), muted_until=until)
+        return self.set_monitor_settings(host, change) is not None
+
+    def log_event(self, host: str, event: PingEvent) -> None:
+        """One unconditional put into the event's slot. Two pings of one host racing may
+        number their events alike; the later write wins the slot (a log, not the state)."""
+        self._writable()
+        event = _utc_model(event)
+        self._client.put_item(
+            TableName=self.table_name,
+            Item={
+                **_key("pinglog", f"{host}#{log_slot(event):03d}"),
+                "seq": _n(event.seq),
+                "event": _s(event.model_dump_json()),
+            },
+        )
+
+    def monitor_log(self, host: str) -> list[PingEvent]:
+        """One Query of the host's slots (`#` is no host character, so the prefix is the
+        host's alone)."""
+        events = [
+            PingEvent.model_validate_json(item["event"]["S"])
+            for item in self._query("pinglog", prefix=f"{host}#")
+        ]
+        return sorted(events, key=lambda event: event.seq)
+
+    def _delete_log(self, host: str) -> None:
+        """One delete per slot (at most PING_LOG_KEPT): a monitor is deleted rarely, and the
+        function's role allows DeleteItem, not BatchWriteItem."""
+        for item in list(self._query("pinglog", prefix=f"{host}#")):
+            self._client.delete_item(
+                TableName=self.table_name, Key={"pk": item["pk"], "sk": item["sk"]}
+            )
 
 
 __all__ = [

@@ -31,11 +31,13 @@ from reaper.core.models import (
     KeptInstance,
     Listing,
     Monitor,
+    PingEvent,
     ReapRun,
     WarningRecord,
 )
+from reaper.core.monitors import SettingsChange, apply_change
 from reaper.core.units import as_utc
-from reaper.store.base import ReadOnlyStoreError, retired_to_delete
+from reaper.store.base import ReadOnlyStoreError, log_slot, retired_to_delete
 
 SCHEMA_VERSION = 2
 BUSY_TIMEOUT_SECONDS = 5.0
@@ -83,6 +85,10 @@ CREATE TABLE listings (
     provider TEXT NOT NULL, account TEXT NOT NULL, at TEXT NOT NULL, listing TEXT NOT NULL,
     PRIMARY KEY (provider, account)
 ) WITHOUT ROWID;
+CREATE TABLE ping_log (
+    host TEXT NOT NULL, slot INTEGER NOT NULL, seq INTEGER NOT NULL, event TEXT NOT NULL,
+    PRIMARY KEY (host, slot)
+) WITHOUT ROWID;
 """
 
 # Each step takes a database of the version before it to the version after it. A warning
@@ -99,10 +105,16 @@ CREATE TABLE listings (
     provider TEXT NOT NULL, account TEXT NOT NULL, at TEXT NOT NULL, listing TEXT NOT NULL,
     PRIMARY KEY (provider, account)
 ) WITHOUT ROWID;
+CREATE TABLE ping_log (
+    host TEXT NOT NULL, slot INTEGER NOT NULL, seq INTEGER NOT NULL, event TEXT NOT NULL,
+    PRIMARY KEY (host, slot)
+) WITHOUT ROWID;
 """,
 }
 
 _Model = TypeVar("_Model", bound=BaseModel)
+# A mute changes no pause, so the time of its change dates nothing.
+_EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
 
 
 class StoreSchemaError(RuntimeError):
@@ -499,6 +511,7 @@ class SQLiteStore:
     def delete_monitor(self, host: str) -> None:
         with self._write() as conn:
             conn.execute("DELETE FROM monitors WHERE host = ?", (host,))
+            conn.execute("DELETE FROM ping_log WHERE host = ?", (host,))
 
     def delete_retired(self, before: datetime, keep: int) -> int:
         """One transaction: read the retired monitors' times, delete the chosen ones."""
@@ -513,6 +526,7 @@ class SQLiteStore:
                 "DELETE FROM monitors WHERE host = ? AND status = 'retired'",
                 [(host,) for host in doomed],
             )
+            conn.executemany("DELETE FROM ping_log WHERE host = ?", [(h,) for h in doomed])
         return len(doomed)
 
     # --- alert de-duplication and episodes ------------------------------------------------
@@ -580,6 +594,41 @@ class SQLiteStore:
             if self._conn is not None:
                 self._conn.close()
                 self._conn = None
+
+    # --- monitor settings, pause, mute and the ping log -----------------------------------
+    def set_monitor_settings(self, host: str, change: SettingsChange) -> Monitor | None:
+        """Read and write in one transaction that holds the write lock: no ping in between."""
+        with self._write() as conn:
+            row = conn.execute("SELECT monitor FROM monitors WHERE host = ?", (host,)).fetchone()
+            if row is None:
+                return None
+            monitor = _utc_model(apply_change(Monitor.model_validate_json(row[0]), change))
+            conn.execute(
+                "UPDATE monitors SET monitor = ? WHERE host = ?", (monitor.model_dump_json(), host)
+            )
+        return monitor
+
+    def pause_monitor(self, host: str, paused: bool, at: datetime) -> bool:
+        change = SettingsChange(at=at, given=frozenset({"paused"}), paused=paused)
+        return self.set_monitor_settings(host, change) is not None
+
+    def mute_monitor(self, host: str, until: datetime | None) -> bool:
+        change = SettingsChange(at=_EPOCH, given=frozenset({"muted_until"}), muted_until=until)
+        return self.set_monitor_settings(host, change) is not None
+
+    def log_event(self, host: str, event: PingEvent) -> None:
+        event = _utc_model(event)
+        with self._write() as conn:
+            conn.execute(
+                "INSERT INTO ping_log (host, slot, seq, event) VALUES (?, ?, ?, ?) "
+                "ON CONFLICT (host, slot) DO UPDATE SET seq = excluded.seq, event = excluded.event "
+                "WHERE excluded.seq >= ping_log.seq",
+                (host, log_slot(event), event.seq, event.model_dump_json()),
+            )
+
+    def monitor_log(self, host: str) -> list[PingEvent]:
+        rows = self._query_all("SELECT event FROM ping_log WHERE host = ? ORDER BY seq", (host,))
+        return [PingEvent.model_validate_json(event) for (event,) in rows]
 
 
 __all__ = ["SCHEMA_VERSION", "SQLiteStore", "StoreSchemaError"]
