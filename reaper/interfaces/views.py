@@ -478,7 +478,8 @@ def monitors_table(monitors: Sequence[Monitor], settings: Settings, now: datetim
 
 def monitor_log_lines(monitor: Monitor, events: Sequence[PingEvent]) -> list[str]:
     """`reaper monitor log <host>`: one line per event, oldest first."""
-    lines = [f"{monitor.host}: {len(events)} events (the last {monitor.events} kept up to 100)"]
+    kept = f"the last {len(events)} of {monitor.events}" if monitor.events > len(events) else "all"
+    lines = [f"{monitor.host}: {len(events)} events ({kept}; the log keeps 100)"]
     for e in events:
         kind = f"exit {e.exit_status}" if e.kind == "exit" else e.kind
         body = " ".join(e.body.split())

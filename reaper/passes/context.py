@@ -221,6 +221,10 @@ class RecordingStore:
     def log_event(self, host: str, event: PingEvent) -> None:
         self._write(f"log_event {host} {event.seq}")
 
+    def put_monitor_logged(self, monitor: Monitor, event: PingEvent) -> None:
+        self._write(f"put_monitor {monitor.host}")
+        self._write(f"log_event {monitor.host} {event.seq}")
+
 
 @dataclass
 class Context:

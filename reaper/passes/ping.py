@@ -82,16 +82,14 @@ async def record_ping(
             return PingOutcome(False, _no_monitor(ping.host, settings, ping), missing=True)
         if current is not None and ping.kind == "log":
             transition = apply_log(current, ping, now)
-            store.put_monitor(transition.monitor)
-            _log(store, transition)
+            _place(store, current, transition, settings.max_monitors)
             return PingOutcome(accepted=True, monitor=transition.monitor)
         transition = apply_ping(current, ping, now, guarded=guarded)
-        placed = _place(store, current, transition.monitor, settings.max_monitors)
+        placed = _place(store, current, transition, settings.max_monitors)
         if placed is None:
             continue  # created meanwhile by another process: apply to that one
         if not placed:
             return PingOutcome(accepted=False, reason=_cap_reason(settings))
-        _log(store, transition)
         if transition.alert is not None:
             log.event("monitor", host=ping.host, change=transition.alert.event)
             deliveries = await notifier.send(transition.alert)
@@ -101,23 +99,27 @@ async def record_ping(
     return PingOutcome(accepted=False, reason=_cap_reason(settings))
 
 
-def _log(store: Store, transition: Transition) -> None:
-    if transition.event is not None:
-        store.log_event(transition.monitor.host, transition.event)
-
-
-def _place(store: Store, current: Monitor | None, monitor: Monitor, limit: int) -> bool | None:
-    """Write the monitor. A first ping and a retired monitor coming back both take a place
-    under REAPER_MAX_MONITORS: otherwise ping + bye + ping on the same names would walk past
-    the cap. True if written, False if the cap refused it (a refused revival leaves the
-    retired monitor as it was), None if another process created the host meanwhile."""
+def _place(
+    store: Store, current: Monitor | None, transition: Transition, limit: int
+) -> bool | None:
+    """Write the monitor, and its event to its log. A first ping and a retired monitor coming
+    back both take a place under REAPER_MAX_MONITORS: otherwise ping + bye + ping on the same
+    names would walk past the cap. True if written, False if the cap refused it (a refused
+    revival leaves the retired monitor as it was), None if another process created the host
+    meanwhile. A retired monitor that comes back starts a fresh log."""
+    monitor, event = transition.monitor, transition.event
     reviving = current is not None and current.status == "retired" and monitor.status != "retired"
     if current is not None and not reviving:
-        store.put_monitor(monitor)
+        if event is None:
+            store.put_monitor(monitor)
+        else:
+            store.put_monitor_logged(monitor, event)
         return True
     if reviving:
         store.delete_monitor(monitor.host)  # create_monitor counts, and wants a new host
     if store.create_monitor(monitor, limit):
+        if event is not None:
+            store.log_event(monitor.host, event)
         return True
     if store.get_monitor(monitor.host) is not None:
         return None

@@ -187,6 +187,11 @@ class Store(Protocol):
         """The host's ping log, oldest first (at most PING_LOG_KEPT events)."""
         ...
 
+    def put_monitor_logged(self, monitor: Monitor, event: PingEvent) -> None:
+        """`put_monitor` and `log_event` of one ping, in one transaction where the backend has
+        them (SQLite); on DynamoDB the monitor's conditional put, then the log's plain put."""
+        ...
+
 
 def log_slot(event: PingEvent) -> int:
     """Where an event lives in its monitor's ring of PING_LOG_KEPT slots."""

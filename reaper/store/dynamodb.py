@@ -729,6 +729,12 @@ class DynamoDBStore:
         ]
         return sorted(events, key=lambda event: event.seq)
 
+    def put_monitor_logged(self, monitor: Monitor, event: PingEvent) -> None:
+        """No transaction (it would double the cost of every ping): the monitor's conditional
+        put, then the event's plain put. A failure in between loses one log line, never state."""
+        self.put_monitor(monitor)
+        self.log_event(monitor.host, event)
+
     def _delete_log(self, host: str) -> None:
         """One delete per slot (at most PING_LOG_KEPT): a monitor is deleted rarely, and the
         function's role allows DeleteItem, not BatchWriteItem."""

@@ -115,6 +115,12 @@ CREATE TABLE ping_log (
 _Model = TypeVar("_Model", bound=BaseModel)
 # A mute changes no pause, so the time of its change dates nothing.
 _EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
+# An event into its slot of the host's ring, never over a newer one.
+_LOG_EVENT = (
+    "INSERT INTO ping_log (host, slot, seq, event) VALUES (?, ?, ?, ?) "
+    "ON CONFLICT (host, slot) DO UPDATE SET seq = excluded.seq, event = excluded.event "
+    "WHERE excluded.seq >= ping_log.seq"
+)
 
 
 class StoreSchemaError(RuntimeError):
@@ -619,16 +625,25 @@ class SQLiteStore:
     def log_event(self, host: str, event: PingEvent) -> None:
         event = _utc_model(event)
         with self._write() as conn:
-            conn.execute(
-                "INSERT INTO ping_log (host, slot, seq, event) VALUES (?, ?, ?, ?) "
-                "ON CONFLICT (host, slot) DO UPDATE SET seq = excluded.seq, event = excluded.event "
-                "WHERE excluded.seq >= ping_log.seq",
-                (host, log_slot(event), event.seq, event.model_dump_json()),
-            )
+            conn.execute(_LOG_EVENT, (host, log_slot(event), event.seq, event.model_dump_json()))
 
     def monitor_log(self, host: str) -> list[PingEvent]:
         rows = self._query_all("SELECT event FROM ping_log WHERE host = ? ORDER BY seq", (host,))
         return [PingEvent.model_validate_json(event) for (event,) in rows]
+
+    def put_monitor_logged(self, monitor: Monitor, event: PingEvent) -> None:
+        """One transaction, one commit: a ping costs what it cost before it had a log."""
+        monitor, event = _utc_model(monitor), _utc_model(event)
+        with self._write() as conn:
+            conn.execute(
+                "INSERT INTO monitors (host, status, monitor) VALUES (?, ?, ?) "
+                "ON CONFLICT (host) DO UPDATE SET "
+                "status = excluded.status, monitor = excluded.monitor",
+                (monitor.host, monitor.status, monitor.model_dump_json()),
+            )
+            conn.execute(
+                _LOG_EVENT, (monitor.host, log_slot(event), event.seq, event.model_dump_json())
+            )
 
 
 __all__ = ["SCHEMA_VERSION", "SQLiteStore", "StoreSchemaError"]
