@@ -178,9 +178,9 @@ class Store(Protocol):
         ...
 
     def log_event(self, host: str, event: PingEvent) -> None:
-        """Keep `event` in the host's ping log, in slot `event.seq % PING_LOG_KEPT`: the log
-        holds the last PING_LOG_KEPT events without ever being trimmed. An event never
-        replaces a newer one in its slot."""
+        """Keep `event` in the host's ping log, in slot `event.seq % PING_LOG_KEPT` (replacing
+        what the slot held): the log holds the last PING_LOG_KEPT events without ever being
+        trimmed, and costs one plain write."""
         ...
 
     def monitor_log(self, host: str) -> list[PingEvent]:

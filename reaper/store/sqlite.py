@@ -115,11 +115,10 @@ CREATE TABLE ping_log (
 _Model = TypeVar("_Model", bound=BaseModel)
 # A mute changes no pause, so the time of its change dates nothing.
 _EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
-# An event into its slot of the host's ring, never over a newer one.
+# An event into its slot of the host's ring.
 _LOG_EVENT = (
     "INSERT INTO ping_log (host, slot, seq, event) VALUES (?, ?, ?, ?) "
-    "ON CONFLICT (host, slot) DO UPDATE SET seq = excluded.seq, event = excluded.event "
-    "WHERE excluded.seq >= ping_log.seq"
+    "ON CONFLICT (host, slot) DO UPDATE SET seq = excluded.seq, event = excluded.event"
 )
 
 
