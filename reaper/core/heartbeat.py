@@ -85,7 +85,8 @@ def failing(ping: Ping) -> bool:
 
 
 def event_of(ping: Ping, seq: int, now: datetime, note: str = "") -> PingEvent:
-    return PingEvent(
+    """Built without validation: every value comes from a validated ping (on every ping)."""
+    return PingEvent.model_construct(
         seq=seq,
         at=now,
         kind=ping.kind,
@@ -129,9 +130,7 @@ def apply_ping(current: Monitor | None, ping: Ping, now: datetime, *, guarded: b
         held = alert.event == "monitor_failed"
         monitor = monitor.model_copy(update={"alert_held": held})
         alert = None
-    seq = monitor.events + 1
-    monitor = monitor.model_copy(update={"events": seq})
-    return Transition(monitor, alert, event_of(ping, seq, now, note))
+    return Transition(monitor, alert, event_of(ping, monitor.events, now, note))
 
 
 def _apply(current: Monitor | None, ping: Ping, now: datetime, *, guarded: bool) -> Transition:
@@ -145,6 +144,8 @@ def _apply(current: Monitor | None, ping: Ping, now: datetime, *, guarded: bool)
         # Any ping resumes a paused monitor, and follows whatever notify came before it.
         "paused": False,
         "notified_at": None,
+        # It is the next event of the monitor's log.
+        "events": base.events + 1,
     }
     if ping.message is not None:
         changes["last_message"] = ping.message
