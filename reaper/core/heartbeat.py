@@ -35,6 +35,7 @@ from typing import Any, Literal
 from reaper.core import messages
 from reaper.core.models import Alert, Monitor, PingEvent
 from reaper.core.monitors import log_body, muted, notified_just_now
+from reaper.core.units import iso
 
 PingKind = Literal["ping", "start", "fail", "exit", "bye", "log"]
 
@@ -75,13 +76,9 @@ class Transition:
     event: PingEvent | None = None
 
 
-def _failing(ping: Ping) -> bool:
-    return ping.kind == "fail" or (ping.kind == "exit" and ping.exit_status != 0)
-
-
 def failing(ping: Ping) -> bool:
     """A ping that reports a failure: `/fail`, or an exit status other than 0."""
-    return _failing(ping)
+    return ping.kind == "fail" or (ping.kind == "exit" and ping.exit_status != 0)
 
 
 def event_of(ping: Ping, seq: int, now: datetime, note: str = "") -> PingEvent:
@@ -120,13 +117,12 @@ def apply_ping(current: Monitor | None, ping: Ping, now: datetime, *, guarded: b
             # the kit's own spelling of its instance, cross-checked with the provider.
             created = messages.monitor_created(ping.host)
             alert = created if alert is None else messages.with_note(alert, created.title + ".")
-    elif alert is not None and _failing(ping) and notified_just_now(current, now):
+    elif alert is not None and failing(ping) and notified_just_now(current, now):
         # run.sh's notify said it a moment ago: one alert per failure.
         note = "alert already sent by the instance's notify"
         alert = None
     elif alert is not None and muted(monitor, now):
-        until = monitor.muted_until
-        note = f"alert held: muted until {until.isoformat() if until else ''}"
+        note = f"alert held: muted until {iso(monitor.muted_until)}"
         held = alert.event == "monitor_failed"
         monitor = monitor.model_copy(update={"alert_held": held})
         alert = None
@@ -152,7 +148,7 @@ def _apply(current: Monitor | None, ping: Ping, now: datetime, *, guarded: bool)
     if ping.kind == "exit":
         changes["last_exit_status"] = ping.exit_status
 
-    if _failing(ping):
+    if failing(ping):
         changes |= {
             "status": "down",
             "down_since": base.down_since if was_down else now,
@@ -193,7 +189,7 @@ def _apply(current: Monitor | None, ping: Ping, now: datetime, *, guarded: bool)
         "alert_held": False,
     }
     if not (was_down and current is not None) or base.paused:
-        # Back from a pause: nobody was told it was down, so nobody is told it is back.
+        # Back from a pause: as in Healthchecks, no recovery alert (the pause said "not now").
         return Transition(base.model_copy(update=changes))
     changes["last_alert_at"] = now
     downtime = now - (current.down_since or now)

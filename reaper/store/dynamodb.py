@@ -460,7 +460,7 @@ class DynamoDBStore:
         return {
             **_key("monitor", monitor.host),
             "status": _s(monitor.status),
-            "monitor": _s(monitor.model_dump_json()),
+            "monitor": _s(monitor.model_dump_json(exclude_defaults=True)),
         }
 
     def _counter_update(self, delta: int) -> Item:
@@ -716,7 +716,7 @@ class DynamoDBStore:
             Item={
                 **_key("pinglog", f"{host}#{log_slot(event):03d}"),
                 "seq": _n(event.seq),
-                "event": _s(event.model_dump_json()),
+                "event": _s(event.model_dump_json(exclude_defaults=True)),
             },
         )
 

@@ -8,6 +8,11 @@ snapshot, and a busy timeout makes a contended writer wait instead of failing.
 
 Times are stored as fixed-width ISO 8601 UTC text (`2026-01-01T00:00:00.000000Z`), so that
 comparing the text compares the instants and indexes on time columns work.
+
+The ping log is a ring of 100 rows per host (`ping_log`, keyed by host and slot = event number
+% 100): never trimmed, one row written per ping in the ping's own transaction. Monitors and
+events are stored without their default values: a smaller row is a cheaper page to write on
+every ping and a cheaper read for every watch pass.
 """
 
 from __future__ import annotations
@@ -41,6 +46,11 @@ from reaper.store.base import ReadOnlyStoreError, log_slot, retired_to_delete
 
 SCHEMA_VERSION = 2
 BUSY_TIMEOUT_SECONDS = 5.0
+# A checkpoint (copying the WAL into the file, then fsync) runs inside the commit that crosses
+# this many WAL pages, on the request that made it. Since every ping also writes its log row
+# (a page of its own), SQLite's default of 1000 made each such stall long enough to show in the
+# p99 of `reaper serve`; a quarter of it keeps each one short (bench.heartbeat).
+WAL_CHECKPOINT_PAGES = 250
 WAL_SWITCH_RETRY_SECONDS = 0.005
 # Reap runs are only read for "the last one"; a bounded tail keeps the file small.
 REAP_RUNS_KEPT = 1000
@@ -225,6 +235,7 @@ class SQLiteStore:
         try:
             _enable_wal(conn)
             conn.execute("PRAGMA synchronous = NORMAL")
+            conn.execute(f"PRAGMA wal_autocheckpoint = {WAL_CHECKPOINT_PAGES}")
             self._migrate(conn)
         except BaseException:
             conn.close()
@@ -491,7 +502,7 @@ class SQLiteStore:
                 "INSERT INTO monitors (host, status, monitor) VALUES (?, ?, ?) "
                 "ON CONFLICT (host) DO UPDATE SET "
                 "status = excluded.status, monitor = excluded.monitor",
-                (monitor.host, monitor.status, monitor.model_dump_json()),
+                (monitor.host, monitor.status, monitor.model_dump_json(exclude_defaults=True)),
             )
 
     def create_monitor(self, monitor: Monitor, limit: int) -> bool:
@@ -505,7 +516,7 @@ class SQLiteStore:
             cursor = conn.execute(
                 "INSERT INTO monitors (host, status, monitor) VALUES (?, ?, ?) "
                 "ON CONFLICT DO NOTHING",
-                (monitor.host, monitor.status, monitor.model_dump_json()),
+                (monitor.host, monitor.status, monitor.model_dump_json(exclude_defaults=True)),
             )
             return cursor.rowcount == 1
 
@@ -609,7 +620,8 @@ class SQLiteStore:
                 return None
             monitor = _utc_model(apply_change(Monitor.model_validate_json(row[0]), change))
             conn.execute(
-                "UPDATE monitors SET monitor = ? WHERE host = ?", (monitor.model_dump_json(), host)
+                "UPDATE monitors SET monitor = ? WHERE host = ?",
+                (monitor.model_dump_json(exclude_defaults=True), host),
             )
         return monitor
 
@@ -624,7 +636,10 @@ class SQLiteStore:
     def log_event(self, host: str, event: PingEvent) -> None:
         event = _utc_model(event)
         with self._write() as conn:
-            conn.execute(_LOG_EVENT, (host, log_slot(event), event.seq, event.model_dump_json()))
+            conn.execute(
+                _LOG_EVENT,
+                (host, log_slot(event), event.seq, event.model_dump_json(exclude_defaults=True)),
+            )
 
     def monitor_log(self, host: str) -> list[PingEvent]:
         rows = self._query_all("SELECT event FROM ping_log WHERE host = ? ORDER BY seq", (host,))
@@ -641,10 +656,16 @@ class SQLiteStore:
                 "INSERT INTO monitors (host, status, monitor) VALUES (?, ?, ?) "
                 "ON CONFLICT (host) DO UPDATE SET "
                 "status = excluded.status, monitor = excluded.monitor",
-                (monitor.host, monitor.status, monitor.model_dump_json()),
+                (monitor.host, monitor.status, monitor.model_dump_json(exclude_defaults=True)),
             )
             conn.execute(
-                _LOG_EVENT, (monitor.host, log_slot(event), event.seq, event.model_dump_json())
+                _LOG_EVENT,
+                (
+                    monitor.host,
+                    log_slot(event),
+                    event.seq,
+                    event.model_dump_json(exclude_defaults=True),
+                ),
             )
 
 
