@@ -7,7 +7,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-BENCHMARKS = ["reap", "heartbeat", "lambda"]
+BENCHMARKS = ["reap", "heartbeat", "dynamodb_ping", "lambda"]
 
 
 def main() -> int:

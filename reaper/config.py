@@ -104,14 +104,15 @@ class Settings:
     ping_key: str | None = field(default=None, repr=False)
     admin_key: str | None = field(default=None, repr=False)
     heartbeat_timeout: timedelta = timedelta(minutes=5)
-    heartbeat_repeat: timedelta = timedelta(hours=1)
+    # None (`off`): no reminders; the down alert goes out once.
+    heartbeat_repeat: timedelta | None = timedelta(hours=1)
     balance_min: float = 5.0
     max_monitors: int = 500
     heartbeat_required: bool = False
     reap_every: timedelta = timedelta(hours=1)
     watch_every: timedelta = timedelta(minutes=1)
     max_runtime: timedelta | None = None
-    idle_alert_after: timedelta = timedelta(hours=1)
+    idle_alert_after: timedelta | None = timedelta(hours=1)
     # Beyond the contract: how long a volume may sit attached to nothing before it is a leak.
     volume_orphan_after: timedelta = timedelta(hours=24)
     # A termination needs a warning that reached a person; False accepts a warning written
@@ -130,6 +131,8 @@ class Settings:
     # REAPER_PUBLIC_URL: the base URL people reach (action links in alerts, the status page),
     # without a trailing slash; None: no link-based actions are offered.
     public_url: str | None = None
+    # False: a ping to an unknown host answers 404 instead of creating its monitor.
+    auto_create: bool = True
 
     @property
     def human_channel(self) -> bool:
@@ -477,6 +480,8 @@ def load_settings(
         kwargs["balance_min"] = parse_float(raw, "BALANCE_MIN")
     if (raw := get("HEARTBEAT_REQUIRED")) is not None:
         kwargs["heartbeat_required"] = parse_bool(raw, "HEARTBEAT_REQUIRED")
+    if (raw := get("HEARTBEAT_AUTO_CREATE")) is not None:
+        kwargs["auto_create"] = parse_bool(raw, "HEARTBEAT_AUTO_CREATE")
     if (raw := get("REAPER_PROTECT")) is not None:
         kwargs["protect_marker"] = raw.strip()
     if (raw := get("REAPER_STATE")) is not None:

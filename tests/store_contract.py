@@ -33,10 +33,12 @@ from reaper.core.models import (
     Listing,
     Monitor,
     PhoneAction,
+    PingEvent,
     ReapRun,
     TerminationRequest,
     WarningRecord,
 )
+from reaper.core.monitors import PING_LOG_KEPT, SettingsChange
 from reaper.core.snapshot import AccountSnapshot, Snapshot
 from reaper.store.base import Store
 
@@ -115,6 +117,16 @@ def full_monitor(host: str = "trainer-1") -> Monitor:
         last_alert_at=T0 + 3 * MINUTE,
         bye_at=T0 + 4 * MINUTE,
         stopped_noted=True,
+        absent_since=T0 + 5 * MINUTE,
+        # Its own settings, pause, mute and the ping log.
+        timeout=timedelta(hours=2),
+        grace=timedelta(minutes=10),
+        paused=True,
+        resumed_at=T0 + 6 * MINUTE,
+        muted_until=T0 + 24 * HOUR,
+        alert_held=True,
+        events=42,
+        notified_at=T0 + 7 * MINUTE,
     )
 
 
@@ -193,7 +205,16 @@ WRITES: dict[str, Callable[[Store], object]] = {
     "record_action": lambda s: s.record_action(action_record(T0)),
     "request_termination": lambda s: s.request_termination(termination_request()),
     "end_termination_request": lambda s: s.end_termination_request("runpod:pod-1"),
-    "mute_monitor": lambda s: s.mute_monitor("h", T0),
+    # Monitor settings, pause, mute and the ping log.
+    "set_monitor_settings": lambda s: s.set_monitor_settings(
+        "h", SettingsChange(at=T0, given=frozenset({"paused"}), paused=True)
+    ),
+    "pause_monitor": lambda s: s.pause_monitor("h", True, T0),
+    "mute_monitor": lambda s: s.mute_monitor("h", T0 + HOUR),
+    "log_event": lambda s: s.log_event("h", PingEvent(seq=1, at=T0, kind="ping")),
+    "put_monitor_logged": lambda s: s.put_monitor_logged(
+        Monitor(host="h", created_at=T0), PingEvent(seq=1, at=T0, kind="ping")
+    ),
 }
 
 
@@ -879,3 +900,113 @@ class StoreContract:
     def test_mute_of_an_unknown_monitor_is_false(self, store: Store) -> None:
         assert store.mute_monitor("nobody", T0 + HOUR) is False
         assert store.get_monitor("nobody") is None
+
+    # --- monitor settings, pause, mute and the ping log ------------------------------------
+    def test_settings_change_only_what_is_given_and_keep_the_state(self, store: Store) -> None:
+        down = Monitor(host="h", status="down", created_at=T0, last_ping_at=T0, events=3)
+        store.put_monitor(down)
+        change = SettingsChange(at=T0 + HOUR, given=frozenset({"timeout"}), timeout=2 * HOUR)
+        written = store.set_monitor_settings("h", change)
+        stored = store.get_monitor("h")
+        assert written == stored
+        assert stored is not None
+        assert stored.timeout == 2 * HOUR and stored.grace is None
+        assert (stored.status, stored.last_ping_at, stored.events) == ("down", T0, 3)
+        both = SettingsChange(
+            at=T0, given=frozenset({"grace", "timeout"}), timeout=None, grace=10 * MINUTE
+        )
+        store.set_monitor_settings("h", both)
+        again = store.get_monitor("h")
+        assert again is not None
+        assert (again.timeout, again.grace) == (None, 10 * MINUTE)
+
+    def test_settings_of_a_missing_monitor_create_nothing(self, store: Store) -> None:
+        change = SettingsChange(at=T0, given=frozenset({"paused"}), paused=True)
+        assert store.set_monitor_settings("nobody", change) is None
+        assert store.pause_monitor("nobody", True, T0) is False
+        assert store.mute_monitor("nobody", T0 + HOUR) is False
+        assert store.list_monitors() == []
+
+    def test_pause_and_resume_from_a_time(self, store: Store) -> None:
+        store.put_monitor(Monitor(host="h", status="up", created_at=T0, last_ping_at=T0))
+        assert store.pause_monitor("h", True, T0 + HOUR) is True
+        paused = store.get_monitor("h")
+        assert paused is not None and paused.paused and paused.resumed_at is None
+        assert store.pause_monitor("h", False, T0 + 2 * HOUR) is True
+        resumed = store.get_monitor("h")
+        assert resumed is not None and not resumed.paused
+        assert resumed.resumed_at == T0 + 2 * HOUR
+        assert_utc(resumed.resumed_at)
+        assert resumed.status == "up"
+
+    def test_mute_until_and_unmute(self, store: Store) -> None:
+        store.put_monitor(Monitor(host="h", status="down", created_at=T0))
+        until = datetime(2026, 3, 2, 14, 0, tzinfo=PLUS_TWO)
+        assert store.mute_monitor("h", until) is True
+        muted = store.get_monitor("h")
+        assert muted is not None and muted.muted_until == T0 + 24 * HOUR
+        assert_utc(muted.muted_until)
+        assert muted.status == "down"
+        assert store.mute_monitor("h", None) is True
+        unmuted = store.get_monitor("h")
+        assert unmuted is not None and unmuted.muted_until is None
+
+    def test_the_ping_log_round_trips_oldest_first(self, store: Store) -> None:
+        store.put_monitor(Monitor(host="h", created_at=T0))
+        events = [
+            PingEvent(seq=1, at=T0, kind="start", client="203.0.113.7", body="go ✓"),
+            PingEvent(seq=2, at=T0 + MINUTE, kind="exit", exit_status=1, body="x" * 1024),
+            PingEvent(seq=3, at=T0 + 2 * MINUTE, kind="log", note="a message"),
+        ]
+        for event in reversed(events):
+            store.log_event("h", event)
+        assert store.monitor_log("h") == events
+        for event in store.monitor_log("h"):
+            assert_utc(event.at)
+        assert store.monitor_log("nobody") == []
+
+    def test_the_log_keeps_the_last_hundred(self, store: Store) -> None:
+        store.put_monitor(Monitor(host="h", created_at=T0))
+        for seq in range(1, PING_LOG_KEPT + 31):
+            store.log_event("h", PingEvent(seq=seq, at=T0 + seq * SECOND, kind="ping"))
+        kept = [e.seq for e in store.monitor_log("h")]
+        assert kept == list(range(31, PING_LOG_KEPT + 31))
+
+    def test_an_event_takes_its_slot(self, store: Store) -> None:
+        store.log_event("h", PingEvent(seq=5, at=T0, kind="fail"))
+        store.log_event("h", PingEvent(seq=105, at=T0 + HOUR, kind="ping"))
+        assert [e.seq for e in store.monitor_log("h")] == [105]
+
+    def test_logs_are_per_host_even_when_one_name_begins_another(self, store: Store) -> None:
+        for host in ("a", "a.b", "ab", "b"):
+            store.log_event(host, PingEvent(seq=1, at=T0, kind="ping", body=host))
+        assert [e.body for e in store.monitor_log("a")] == ["a"]
+        assert [e.body for e in store.monitor_log("a.b")] == ["a.b"]
+
+    def test_put_monitor_logged_writes_both(self, store: Store) -> None:
+        monitor = Monitor(host="h", status="up", created_at=T0, last_ping_at=T0, events=1)
+        store.create_monitor(Monitor(host="h", created_at=T0), limit=10)
+        store.put_monitor_logged(monitor, PingEvent(seq=1, at=T0, kind="ping"))
+        assert store.get_monitor("h") == monitor
+        assert [e.seq for e in store.monitor_log("h")] == [1]
+        # The active count stays right: one active monitor, a limit of one.
+        assert store.create_monitor(Monitor(host="other", created_at=T0), limit=1) is False
+
+    def test_delete_removes_the_monitor_and_its_log(self, store: Store) -> None:
+        for host in ("gone", "stays"):
+            store.put_monitor(Monitor(host=host, created_at=T0))
+            for seq in range(1, 4):
+                store.log_event(host, PingEvent(seq=seq, at=T0, kind="ping"))
+        store.delete_monitor("gone")
+        assert store.get_monitor("gone") is None
+        assert store.monitor_log("gone") == []
+        assert len(store.monitor_log("stays")) == 3
+
+    def test_pruning_retired_monitors_removes_their_logs(self, store: Store) -> None:
+        store.put_monitor(Monitor(host="old", status="retired", created_at=T0))
+        store.log_event("old", PingEvent(seq=1, at=T0, kind="bye"))
+        store.put_monitor(Monitor(host="live", status="up", created_at=T0))
+        store.log_event("live", PingEvent(seq=1, at=T0, kind="ping"))
+        assert store.delete_retired(before=T0 + HOUR, keep=0) == 1
+        assert store.monitor_log("old") == []
+        assert len(store.monitor_log("live")) == 1

@@ -318,6 +318,10 @@ def _calls() -> dict[str, Callable[[], Alert]]:
         ),
         "test_message": messages.test_message,
         "webhook": lambda: messages.webhook("hi"),
+        # Monitors, one by one.
+        "monitor_created": lambda: messages.monitor_created("trainnig-job"),
+        "monitor_down_after_mute": lambda: messages.monitor_down_after_mute("h", NOW, NOW),
+        "with_note": lambda: messages.with_note(messages.monitor_failed("h", 1, ""), "New."),
     }
 
 
@@ -343,6 +347,7 @@ def test_every_event_renders() -> None:
             "fold_heartbeat": "heartbeat_summary",
             "leak_alert": "frozen",
             "fetch_failed_alert": "guard_fetch_failed",
+            "with_note": "monitor_failed",
         }.get(name, name)
         if name != "monitor_still_down":
             assert alert.event == expected

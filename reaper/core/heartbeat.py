@@ -13,6 +13,16 @@ State machine (`Monitor.status`):
   watch pass retires the monitor when the provider shows the instance gone or stopped. Silence
   after `bye` while the instance still bills alerts like any silence: a leaked ping key must
   not be able to silence another instance's watchdog.
+- Paused (`Monitor.paused`): any ping resumes it; a sign of life after a pause sends no
+  recovery alert (nobody was told it was down), a failure alerts as ever (as Healthchecks).
+- Muted (`Monitor.muted_until`): the state moves as ever, the alert does not go out; a failure
+  held back this way is said once by the watch pass when the mute ends (`alert_held`).
+- The first ping of an unknown plain host announces the new monitor (a typo'd host is seen at
+  once); a provider host, which the kit spells from its instance's id, is cross-checked
+  instead.
+- A failure ping right after the instance's own notify about it (`notified_at`, the next ping
+  within FAILURE_WINDOW) sends no second alert.
+- Every ping is an event of the monitor's log (`PingEvent`); `/log` is only that.
 """
 
 from __future__ import annotations
@@ -23,9 +33,11 @@ from datetime import datetime
 from typing import Any, Literal
 
 from reaper.core import messages
-from reaper.core.models import Alert, Monitor
+from reaper.core.models import Alert, Monitor, PingEvent
+from reaper.core.monitors import log_body, muted, notified_just_now
+from reaper.core.units import iso
 
-PingKind = Literal["ping", "start", "fail", "exit", "bye"]
+PingKind = Literal["ping", "start", "fail", "exit", "bye", "log"]
 
 _HOST = re.compile(r"[A-Za-z0-9._-]{1,100}")
 
@@ -43,6 +55,8 @@ class Ping:
     kind: PingKind = "ping"
     exit_status: int | None = None
     message: str | None = None
+    # The client's address, for the ping log.
+    client: str = ""
 
 
 @dataclass(frozen=True)
@@ -58,18 +72,64 @@ class PingOutcome:
 class Transition:
     monitor: Monitor
     alert: Alert | None = None
+    # What the ping log records of this ping.
+    event: PingEvent | None = None
 
 
-def _failing(ping: Ping) -> bool:
+def failing(ping: Ping) -> bool:
+    """A ping that reports a failure: `/fail`, or an exit status other than 0."""
     return ping.kind == "fail" or (ping.kind == "exit" and ping.exit_status != 0)
 
 
+def event_of(ping: Ping, seq: int, now: datetime, note: str = "") -> PingEvent:
+    """Built without validation: every value comes from a validated ping (on every ping)."""
+    return PingEvent.model_construct(
+        seq=seq,
+        at=now,
+        kind=ping.kind,
+        exit_status=ping.exit_status,
+        body=log_body(ping.message),
+        client=ping.client,
+        note=note,
+    )
+
+
+def apply_log(current: Monitor, ping: Ping, now: datetime) -> Transition:
+    """`/log`: an event of the monitor's log, and nothing else about it changes."""
+    seq = current.events + 1
+    return Transition(current.model_copy(update={"events": seq}), None, event_of(ping, seq, now))
+
+
 def apply_ping(current: Monitor | None, ping: Ping, now: datetime, *, guarded: bool) -> Transition:
-    """The state machine for one ping, pure: the new monitor and the alert to send, if any.
+    """The state machine for one ping, pure: the new monitor, the alert to send if any, and
+    the event for its log.
 
     `guarded` is True for a provider host that the watch pass can cross-check: its `bye` only
     records the wish to go away.
     """
+    transition = _apply(current, ping, now, guarded=guarded)
+    monitor, alert = transition.monitor, transition.alert
+    note = ""
+    if current is None:
+        note = "created the monitor"
+        if not guarded:
+            # A name someone typed: say it once, so that a typo is seen. A provider host is
+            # the kit's own spelling of its instance, cross-checked with the provider.
+            created = messages.monitor_created(ping.host)
+            alert = created if alert is None else messages.with_note(alert, created.title + ".")
+    elif alert is not None and failing(ping) and notified_just_now(current, now):
+        # run.sh's notify said it a moment ago: one alert per failure.
+        note = "alert already sent by the instance's notify"
+        alert = None
+    elif alert is not None and muted(monitor, now):
+        note = f"alert held: muted until {iso(monitor.muted_until)}"
+        held = alert.event == "monitor_failed"
+        monitor = monitor.model_copy(update={"alert_held": held})
+        alert = None
+    return Transition(monitor, alert, event_of(ping, monitor.events, now, note))
+
+
+def _apply(current: Monitor | None, ping: Ping, now: datetime, *, guarded: bool) -> Transition:
     base = current or Monitor(host=ping.host, status="new", created_at=now)
     was_down = current is not None and current.status == "down"
     # A ping is a sign its instance exists: an absence seen by a listing starts over.
@@ -77,13 +137,18 @@ def apply_ping(current: Monitor | None, ping: Ping, now: datetime, *, guarded: b
         "last_ping_at": now,
         "last_ping_kind": ping.kind,
         "absent_since": None,
+        # Any ping resumes a paused monitor, and follows whatever notify came before it.
+        "paused": False,
+        "notified_at": None,
+        # It is the next event of the monitor's log.
+        "events": base.events + 1,
     }
     if ping.message is not None:
         changes["last_message"] = ping.message
     if ping.kind == "exit":
         changes["last_exit_status"] = ping.exit_status
 
-    if _failing(ping):
+    if failing(ping):
         changes |= {
             "status": "down",
             "down_since": base.down_since if was_down else now,
@@ -100,7 +165,13 @@ def apply_ping(current: Monitor | None, ping: Ping, now: datetime, *, guarded: b
         return Transition(base.model_copy(update=changes), failed)
 
     if ping.kind == "bye" and not guarded:
-        changes |= {"status": "retired", "bye_at": now, "down_since": None, "job_started_at": None}
+        changes |= {
+            "status": "retired",
+            "bye_at": now,
+            "down_since": None,
+            "job_started_at": None,
+            "alert_held": False,
+        }
         return Transition(base.model_copy(update=changes))
 
     if ping.kind == "bye" and was_down:
@@ -115,8 +186,10 @@ def apply_ping(current: Monitor | None, ping: Ping, now: datetime, *, guarded: b
         "stopped_noted": False,
         "bye_at": now if ping.kind == "bye" else None,
         "job_started_at": now if ping.kind == "start" else None,
+        "alert_held": False,
     }
-    if not (was_down and current is not None):
+    if not (was_down and current is not None) or base.paused:
+        # Back from a pause: as in Healthchecks, no recovery alert (the pause said "not now").
         return Transition(base.model_copy(update=changes))
     changes["last_alert_at"] = now
     downtime = now - (current.down_since or now)

@@ -207,9 +207,12 @@ def over_max_runtime(
     return findings
 
 
-def idle_instances(fleet: Iterable[Instance], idle_after: timedelta) -> list[Finding]:
+def idle_instances(fleet: Iterable[Instance], idle_after: timedelta | None) -> list[Finding]:
     """Running under 1% GPU by the provider's metrics; alert once it has lasted `idle_after`
-    (the episode spans the passes). Alert only: the on-instance watchdog decides destruction."""
+    (the episode spans the passes; None, IDLE_ALERT_AFTER=off: never). Alert only: the
+    on-instance watchdog decides destruction."""
+    if idle_after is None:
+        return []
     return [
         _finding(
             "idle",

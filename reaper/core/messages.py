@@ -809,3 +809,39 @@ def refused_used(at: datetime) -> str:
 
 def refused_expired(at: datetime) -> str:
     return f"Expired at {weekday_time(at)} (actions last 24 h): nothing done."
+
+
+# --- monitors: announced, held back by a mute ----------------------------------------------
+
+
+def with_note(alert: Alert, note: str) -> Alert:
+    """The alert with one more sentence of body."""
+    return alert.model_copy(update={"body": f"{alert.body} {note}" if alert.body else note})
+
+
+def monitor_created(host: str) -> Alert:
+    """A first ping made a monitor: said once, so that a typo'd host is seen at once."""
+    return Alert(
+        title=f"New monitor {host} created by a first ping",
+        body=(
+            "Nothing to do if you expected it. A typo? `reaper monitor delete "
+            f"{host}`; HEARTBEAT_AUTO_CREATE=false makes unknown hosts answer 404."
+        ),
+        level="info",
+        event="monitor_created",
+        dedup_key=f"monitor_created:{host}",
+    )
+
+
+def monitor_down_after_mute(host: str, down_since: datetime, muted_until: datetime) -> Alert:
+    """A failure or silence that a mute held back, said once the mute ended."""
+    return Alert(
+        title=f"{host}: down since {utc(down_since)} (held while muted)",
+        body=(
+            f"The mute ended at {utc(muted_until)} and it is still down. Check it; the next"
+            " ping clears this."
+        ),
+        level="warning",
+        event="monitor_down_after_mute",
+        dedup_key=f"monitor_down:{host}",
+    )

@@ -261,9 +261,27 @@ class Monitor(BaseModel):
     # When a complete listing first failed to show this provider host's instance: it retires as
     # gone only when a second complete listing, a watch period later, misses it too.
     absent_since: datetime | None = None
-    # Muted (from the phone, or by `mute_monitor`) until then: the watch pass sends none of its
-    # alerts meanwhile. None: not muted.
+
+    # --- its own settings, pause, mute and the ping log --------------------------------------
+    # Silence before it is down: `timeout` (None: HEARTBEAT_TIMEOUT) + `grace` (None: none),
+    # Healthchecks' "period" and "grace".
+    timeout: timedelta | None = None
+    grace: timedelta | None = None
+    # Paused: never alerts, and is not watched; any later ping resumes it.
+    paused: bool = False
+    # When it was last resumed (by `reaper monitor resume` or the admin API): silence counts
+    # from then, so that a monitor paused for a week does not alert the minute it resumes.
+    resumed_at: datetime | None = None
+    # Muted (from the phone, `reaper monitor`, the admin API) until then: its state is tracked,
+    # but no alert about it goes out.
     muted_until: datetime | None = None
+    # An alert a mute held back while the monitor is down: said once when the mute ends.
+    alert_held: bool = False
+    # How many events its ping log has taken: event n is kept in slot n % PING_LOG_KEPT.
+    events: int = 0
+    # When a notify naming this host (`<host>: ...` to /alert) reached a channel, with no ping
+    # since: a failure ping just after it sends no second alert (one alert per failure).
+    notified_at: datetime | None = None
 
 
 # --- actions from the phone ---------------------------------------------------------------
@@ -355,6 +373,26 @@ class TerminationRequest(BaseModel):
     by: str
     mode: Literal["enforce", "observe"]
     expires_at: datetime
+
+
+PingEventKind = Literal["ping", "start", "fail", "exit", "bye", "log"]
+
+
+class PingEvent(BaseModel):
+    """One entry of a monitor's ping log (its last 100 are kept): what arrived, when, from
+    where, and what it did when that is not the obvious (an alert held or already sent)."""
+
+    model_config = ConfigDict(frozen=True, defer_build=True)
+
+    # The monitor's event number, from 1.
+    seq: int
+    at: datetime
+    kind: PingEventKind
+    exit_status: int | None = None
+    # The first 1 KB of the body (or of `?msg=`).
+    body: str = ""
+    client: str = ""
+    note: str = ""
 
 
 class Alert(BaseModel):

@@ -11,6 +11,8 @@ import argparse
 import os
 import sys
 from collections.abc import Callable, Sequence
+from datetime import timedelta
+from typing import Any
 
 from reaper import __version__, log
 from reaper.config import ConfigError, Settings, load_settings, parse_duration
@@ -149,7 +151,77 @@ def build_parser() -> argparse.ArgumentParser:
     commands.add_parser(
         "login-link", help="a one-time sign-in link to the status page (for the phone)"
     )
+    _monitor_parser(commands)
     return parser
+
+
+# --- reaper monitor ... ----------------------------------------------------------------------
+
+
+def _monitor_setting(name: str) -> Callable[[str], object]:
+    """`--timeout`/`--grace`: a duration (grace also 0), or `default` to reset it."""
+
+    def parse(text: str) -> object:
+        from reaper.core.monitors import BadSetting, duration_setting
+
+        try:
+            value = duration_setting(text, name)
+        except BadSetting as exc:
+            raise argparse.ArgumentTypeError(str(exc).partition(": ")[2]) from None
+        return "default" if value is None else value
+
+    return parse
+
+
+def _mute_for(text: str) -> object:
+    from reaper.core.monitors import LONGEST
+
+    value = _duration(text)
+    if not isinstance(value, timedelta) or value > LONGEST:
+        raise argparse.ArgumentTypeError("expected at most 365d")
+    return value
+
+
+def _monitor_parser(commands: Any) -> None:
+    monitor = commands.add_parser("monitor", help="monitors, one by one")
+    actions = monitor.add_subparsers(dest="action", required=True, parser_class=_Parser)
+    listing = actions.add_parser("list", help="every monitor with its own settings")
+    listing.add_argument("--json", action="store_true")
+    log_ = actions.add_parser("log", help="a monitor's last 100 events")
+    log_.add_argument("host")
+    log_.add_argument("--json", action="store_true")
+    for name, text in (
+        ("pause", "never alert until resumed (a ping resumes it too)"),
+        ("resume", "watch it again; silence counts from now"),
+        ("unmute", "alert again at once"),
+        ("delete", "remove the monitor and its ping log"),
+    ):
+        actions.add_parser(name, help=text).add_argument("host")
+    mute = actions.add_parser("mute", help="no alert until the time (its state is tracked)")
+    mute.add_argument("host")
+    mute.add_argument("--for", dest="duration", type=_mute_for, default=timedelta(days=1))
+    set_ = actions.add_parser("set", help="its own timeout and grace (creates it if missing)")
+    set_.add_argument("host")
+    set_.add_argument("--timeout", type=_monitor_setting("timeout"), metavar="10m")
+    set_.add_argument("--grace", type=_monitor_setting("grace"), metavar="2m")
+
+
+def _run_monitor(args: argparse.Namespace, settings: Settings) -> int:
+    from reaper.interfaces import monitor_commands as mc
+
+    action = args.action
+    if action == "list":
+        return mc.monitor_list(settings, json_output=args.json)
+    if action == "log":
+        return mc.monitor_log(settings, args.host, json_output=args.json)
+    if action in ("pause", "resume"):
+        return mc.monitor_pause(settings, args.host, paused=action == "pause")
+    if action in ("mute", "unmute"):
+        duration = args.duration if action == "mute" else None
+        return mc.monitor_mute(settings, args.host, duration=duration)
+    if action == "delete":
+        return mc.monitor_delete(settings, args.host)
+    return mc.monitor_set(settings, args.host, timeout=args.timeout, grace=args.grace)
 
 
 def _run_reap(args: argparse.Namespace, settings: Settings) -> int:
@@ -257,6 +329,7 @@ _COMMANDS: dict[str, Callable[[argparse.Namespace, Settings], int]] = {
     "emulate": _run_emulate,
     "login-link": _run_login_link,
     "telegram-webhook": _run_telegram_webhook,
+    "monitor": _run_monitor,
 }
 # Commands that build their own configuration and read none from the environment.
 _NO_SETTINGS = ("demo", "emulate")

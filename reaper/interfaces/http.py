@@ -19,6 +19,7 @@ from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
+from urllib.parse import parse_qs
 
 from reaper import log
 from reaper.channels.base import ChannelOptions, Notifier
@@ -27,10 +28,19 @@ from reaper.config import Settings
 from reaper.core import messages
 from reaper.core.heartbeat import Ping, PingKind, valid_host
 from reaper.core.models import Alert, AlertLevel, Delivery
+from reaper.core.monitors import BadSetting, parse_change
 from reaper.interfaces.ratelimit import Rate, TokenBuckets, retry_after
-from reaper.interfaces.views import RECENT_ACTIONS, fleet_view_json, recent_actions, status_json
+from reaper.interfaces.views import (
+    RECENT_ACTIONS,
+    fleet_view_json,
+    monitor_detail_json,
+    recent_actions,
+    status_json,
+)
 from reaper.interfaces.web import routes as web
 from reaper.interfaces.web.readmodel import read_view
+from reaper.passes import correlate
+from reaper.passes.monitors import change_monitor, delete_monitor
 from reaper.passes.ping import UNDELIVERED_ALERT, prune_retired, record_ping
 from reaper.store.base import Store
 
@@ -75,6 +85,8 @@ class Request:
     headers: dict[str, str] = field(default_factory=dict)
     body: bytes = b""
     client: str = "unknown"
+    # The raw query string (without `?`), e.g. "status=down&msg=disk%20full".
+    query: str = ""
 
 
 @dataclass(frozen=True)
@@ -230,7 +242,12 @@ def _exit_status(suffix: str) -> int | None:
     return None
 
 
-_SUFFIX_KINDS: dict[str, PingKind] = {"start": "start", "fail": "fail", "bye": "bye"}
+_SUFFIX_KINDS: dict[str, PingKind] = {
+    "start": "start",
+    "fail": "fail",
+    "bye": "bye",
+    "log": "log",
+}
 
 
 def _ping_kind(suffix: str | None) -> tuple[PingKind, int | None] | None:
@@ -252,23 +269,65 @@ def _message(body: bytes) -> str:
 # --- routes -------------------------------------------------------------------------------
 
 
+_INVALID_HOST = "invalid host: expected 1-100 of A-Z a-z 0-9 . _ - (not . or ..)"
+
+
+class BadQuery(ValueError):
+    """One line saying what is wrong with a ping's query string."""
+
+
+def push_query(query: str, suffix: str | None) -> tuple[PingKind | None, str | None]:
+    """The push conventions other monitors' clients bring (Uptime Kuma's push URL):
+    `?status=up` is a success and `?status=down` a failure of the plain ping; `?msg=` is the
+    message when there is no body, on every ping route. Other parameters (Uptime Kuma's
+    `ping=`) are ignored. Returns the kind `status` asks for (None: as the route says) and
+    the message."""
+    try:
+        values = parse_qs(query, keep_blank_values=True, strict_parsing=False, max_num_fields=20)
+    except ValueError:
+        raise BadQuery("bad query string: at most 20 parameters") from None
+    for name in ("status", "msg"):
+        if len(values.get(name, [])) > 1:
+            raise BadQuery(f"{name}= given more than once")
+    message = values["msg"][0] if "msg" in values else None
+    if "status" not in values:
+        return None, message
+    status = values["status"][0].strip().lower()
+    if suffix is not None:
+        raise BadQuery(f"status= goes with /ping/<key>/<host> only, not with /{suffix}")
+    if status == "up":
+        return "ping", message
+    if status == "down":
+        return "fail", message
+    raise BadQuery('status= expected "up" or "down"')
+
+
 async def _ping(request: Request, app: App, params: Params) -> Response:
     host, suffix = params["host"], params.get("suffix")
     route = _ping_kind(suffix)
     assert route is not None  # the route table matched only a valid suffix
     if not valid_host(host):
-        return _text(400, "invalid host: expected 1-100 of A-Z a-z 0-9 . _ - (not . or ..)")
+        return _text(400, _INVALID_HOST)
     if len(request.body) > MAX_BODY:
         return _too_large(MAX_BODY)
+    try:
+        asked, query_message = push_query(request.query, suffix)
+    except BadQuery as exc:
+        return _text(400, str(exc))
     wait = app.per_host.take(host)
     if wait:
         return _rate_limited(wait, "this host")
     kind, exit_status = route
+    kind = asked or kind
     message = _message(request.body) if request.method == "POST" and request.body else None
-    ping = Ping(host=host, kind=kind, exit_status=exit_status, message=message)
+    if message is None and query_message is not None:
+        message = _message(query_message.encode("utf-8", "surrogatepass"))
+    ping = Ping(
+        host=host, kind=kind, exit_status=exit_status, message=message, client=request.client
+    )
     outcome = await record_ping(app.settings, app.store, app.notifier, app.clock, ping)
     if not outcome.accepted:
-        return _text(403, outcome.reason)
+        return _text(404 if outcome.missing else 403, outcome.reason)
     if outcome.monitor is not None and outcome.monitor.status == "retired":
         app.note_retired()
     return _text(200, "OK")
@@ -340,6 +399,11 @@ async def _alert(request: Request, app: App, params: Params) -> Response:
     # webhook() keys the alert by a hash of its level, title and body.
     key = alert.dedup_key
     now = app.clock.now()
+    host = correlate.notify_host(alert, app.store)
+    if host is not None and correlate.failure_alerted_just_now(app.store, host, now):
+        # The monitor's failure alert said it a moment ago: one alert per failure.
+        log.event("alert_delivery", result="skipped", alert_event=alert.event, host=host)
+        return _json(200, {"deduplicated": True, "already_alerted": f"{host} failed"})
     if not _take_alert(app, key, now):
         return _json(200, {"deduplicated": True})
     deliveries = await app.notifier.send(alert)
@@ -348,6 +412,8 @@ async def _alert(request: Request, app: App, params: Params) -> Response:
     ]
     delivered = any(d.ok for d in deliveries)
     mark = UNDELIVERED_ALERT + key
+    if delivered and host is not None:
+        correlate.notified(app.store, host, app.clock.now())
     if delivered:
         app.store.close_episode(mark)
     else:
@@ -439,6 +505,49 @@ def _webhook_secret(app: App) -> str | None:
     return telegram.webhook_secret if isinstance(telegram, TelegramSettings) else None
 
 
+# --- /monitors/<host>: one monitor, for the admin --------------------------------------------
+
+# A PUT body is a handful of fields.
+SETTINGS_LIMIT = 4 * 1024
+
+
+async def _monitor(request: Request, app: App, params: Params) -> Response:
+    """GET: the monitor and its ping log; PUT: its settings (created if missing); DELETE."""
+    host = params["host"]
+    if not valid_host(host):
+        return _text(400, _INVALID_HOST)
+    now = app.clock.now()
+    if request.method == "PUT":
+        return _put_monitor(request, app, host, now)
+    if request.method == "DELETE":
+        if not delete_monitor(app.store, host):
+            return _text(404, f"no monitor {host}")
+        return _json(200, {"deleted": host})
+    monitor = app.store.get_monitor(host)
+    if monitor is None:
+        return _text(404, f"no monitor {host}")
+    events = app.store.monitor_log(host)
+    return _json(200, monitor_detail_json(monitor, events, app.settings, now))
+
+
+def _put_monitor(request: Request, app: App, host: str, now: datetime) -> Response:
+    if len(request.body) > SETTINGS_LIMIT:
+        return _too_large(SETTINGS_LIMIT)
+    try:
+        data = json.loads(request.body.decode("utf-8"))
+        change = parse_change(data, now)
+    except (UnicodeDecodeError, ValueError, RecursionError) as exc:
+        # BadSetting, or a body that is not JSON at all.
+        line = str(exc) if isinstance(exc, BadSetting) else "the body is not a JSON object"
+        return _text(400, line)
+    changed = change_monitor(app.settings, app.store, host, change)
+    if changed.monitor is None:
+        return _text(403, changed.refused)
+    events = app.store.monitor_log(host)
+    body = monitor_detail_json(changed.monitor, events, app.settings, now)
+    return _json(200, {**body, "created": changed.created})
+
+
 # Answers a request without the right key gets; only these spend the per-client budget.
 _KEYLESS = frozenset({401, 404})
 
@@ -511,6 +620,7 @@ ROUTES: tuple[Route, ...] = (
     Route(("ping", KEY, HOST), PING_METHODS, _ping, key="ping"),
     Route(("ping", KEY, HOST, SUFFIX), PING_METHODS, _ping, key="ping"),
     Route(("alert", KEY), frozenset({"POST"}), _alert, key="ping"),
+    Route(("monitors", HOST), frozenset({"GET", "HEAD", "PUT", "DELETE"}), _monitor, key="admin"),
     Route(("act", TOKEN), frozenset({"GET", "HEAD", "POST"}), _act),
     Route(("telegram", SECRET), frozenset({"POST"}), _telegram, key="telegram"),
     # --- the status page (reaper.interfaces.web): its own sessions, never a Bearer key ---

@@ -1,6 +1,6 @@
 """`reaper serve`: the HTTP API and the schedules in one process, state in SQLite.
 
-uvicorn serves an ASGI adapter over `reaper.http.handle` (the same core the Lambda adapter
+uvicorn serves an ASGI adapter over `reaper.interfaces.http.handle` (the same core the Lambda adapter
 calls). Known pitfalls this module exists to avoid:
 - uvicorn's access log writes every request line — the ping key is in the path — so it is off,
   and each request is logged here as one line with the key replaced by `***`;
@@ -221,6 +221,7 @@ def _request(scope: Scope, body: bytes) -> Request:
         headers=headers,
         body=body,
         client=str(client[0]) if client else "unknown",
+        query=bytes(scope.get("query_string", b"")).decode("latin-1"),
     )
 
 

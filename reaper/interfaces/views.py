@@ -23,8 +23,10 @@ from reaper.core.models import (
     Instance,
     Listing,
     Monitor,
+    PingEvent,
     ReapRun,
 )
+from reaper.core.monitors import down_after, grace_of, heard_or_resumed, muted, timeout_of
 from reaper.core.policy import protection_reason
 from reaper.core.runway import runway_short
 from reaper.core.units import ago, humanize, iso, money, parse_time, utc, when
@@ -229,6 +231,9 @@ def watch_json(report: WatchReport) -> dict[str, Any]:
             for e in report.errors
         ],
         "exit_code": report.exit_code,
+        "paused": report.paused,
+        "muted": report.muted,
+        "dry_run": report.dry_run,
     }
 
 
@@ -242,6 +247,9 @@ def watch_lines(report: WatchReport) -> list[str]:
         ("retired", report.retired),
         ("running without a watchdog", report.unwatched),
     ):
+        if hosts:
+            lines.append(f"  {name}: {', '.join(hosts)}")
+    for name, hosts in (("paused", report.paused), ("muted (alerts held)", report.muted)):
         if hosts:
             lines.append(f"  {name}: {', '.join(hosts)}")
     if report.reaper_silent:
@@ -265,11 +273,12 @@ def _monitor_name(host: str, listed: dict[str, Instance]) -> str:
 def monitor_json(
     monitor: Monitor, settings: Settings, now: datetime, name: str = ""
 ) -> dict[str, Any]:
-    silent_for = now - (monitor.last_ping_at or monitor.created_at)
+    silent_for = now - heard_or_resumed(monitor)
+    limit = down_after(monitor, settings.heartbeat_timeout)
     return {
         "host": monitor.host,
         "status": monitor.status,
-        "overdue": monitor.status in ("new", "up") and silent_for >= settings.heartbeat_timeout,
+        "overdue": monitor.status in ("new", "up") and not monitor.paused and silent_for >= limit,
         "created_at": iso(monitor.created_at),
         "last_ping_at": iso(monitor.last_ping_at),
         "last_ping_kind": monitor.last_ping_kind,
@@ -281,6 +290,28 @@ def monitor_json(
         "last_alert_at": iso(monitor.last_alert_at),
         "bye_at": iso(monitor.bye_at),
         "name": name,
+        **monitor_settings_json(monitor, settings, now),
+    }
+
+
+def monitor_state(m: dict[str, Any]) -> str:
+    """One word for a monitor in a table: paused, muted, overdue, or its state."""
+    if m["paused"]:
+        return "paused"
+    state = "overdue" if m["overdue"] else m["status"]
+    return f"{state}, muted" if m["muted_until"] else state
+
+
+def monitor_settings_json(monitor: Monitor, settings: Settings, now: datetime) -> dict[str, Any]:
+    """A monitor's own settings, in force: durations in whole seconds."""
+    return {
+        "timeout": int(timeout_of(monitor, settings.heartbeat_timeout).total_seconds()),
+        "timeout_default": monitor.timeout is None,
+        "grace": int(grace_of(monitor).total_seconds()),
+        "paused": monitor.paused,
+        "muted_until": iso(monitor.muted_until) if muted(monitor, now) else None,
+        "alert_held": monitor.alert_held,
+        "events": monitor.events,
     }
 
 
@@ -422,7 +453,7 @@ def status_lines(data: dict[str, Any], *, width: int | None = None) -> list[str]
             [
                 m["host"],
                 m.get("name", ""),
-                "overdue" if m["overdue"] else m["status"],
+                monitor_state(m),
                 _time(m["last_ping_at"], now),
                 f"running since {_time(m['job_started_at'], now)}" if m["job_running"] else "",
             ]
@@ -754,3 +785,70 @@ def fleet_view_json(view: FleetView) -> dict[str, Any]:
         "saved_per_month": round(view.saved_per_month, 2),
         "snapshots": [json.loads(s.model_dump_json()) for s in view.snapshots[-STATUS_SNAPSHOTS:]],
     }
+
+
+# --- monitors, one by one (`reaper monitor ...`, `/monitors/<host>`) --------------------------
+
+
+def event_json(event: PingEvent) -> dict[str, Any]:
+    return {
+        "seq": event.seq,
+        "at": iso(event.at),
+        "kind": event.kind,
+        "exit_status": event.exit_status,
+        "body": event.body,
+        "client": event.client,
+        "note": event.note,
+    }
+
+
+def monitor_detail_json(
+    monitor: Monitor, events: Sequence[PingEvent], settings: Settings, now: datetime
+) -> dict[str, Any]:
+    """The object of `GET /monitors/<host>` and `reaper monitor log --json`: the monitor (as
+    in `status --json`) and its ping log, oldest first."""
+    return {
+        "monitor": monitor_json(monitor, settings, now),
+        "events": [event_json(e) for e in events],
+    }
+
+
+def _seconds(seconds: int) -> str:
+    return humanize(timedelta(seconds=seconds)) if seconds else "0"
+
+
+def monitors_table(monitors: Sequence[Monitor], settings: Settings, now: datetime) -> str:
+    """`reaper monitor list`: every monitor with its own settings."""
+    if not monitors:
+        return "no monitors"
+    rows = []
+    for monitor in monitors:
+        m = monitor_json(monitor, settings, now)
+        state = monitor_state(m)
+        timeout = _seconds(m["timeout"]) + ("" if m["timeout_default"] else " (own)")
+        muted_until = m["muted_until"] or ""
+        rows.append(
+            [
+                m["host"],
+                state,
+                m["last_ping_at"] or "never",
+                timeout,
+                _seconds(m["grace"]),
+                muted_until,
+            ]
+        )
+    headers = ["host", "state", "last ping", "timeout", "grace", "muted until"]
+    return format_table(headers, rows, max_width=60)
+
+
+def monitor_log_lines(monitor: Monitor, events: Sequence[PingEvent]) -> list[str]:
+    """`reaper monitor log <host>`: one line per event, oldest first."""
+    kept = f"the last {len(events)} of {monitor.events}" if monitor.events > len(events) else "all"
+    lines = [f"{monitor.host}: {len(events)} events ({kept}; the log keeps 100)"]
+    for e in events:
+        kind = f"exit {e.exit_status}" if e.kind == "exit" else e.kind
+        body = " ".join(e.body.split())
+        body = body if len(body) <= 80 else body[:79] + "…"
+        note = f" [{e.note}]" if e.note else ""
+        lines.append(f"  {iso(e.at)}  #{e.seq:<5} {kind:<8} {e.client:<15} {body}{note}")
+    return lines

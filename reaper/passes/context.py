@@ -29,11 +29,14 @@ from reaper.core.models import (
     KeptInstance,
     Listing,
     Monitor,
+    PingEvent,
     ReapRun,
     TerminationRequest,
     WarningRecord,
 )
+from reaper.core.monitors import SettingsChange, apply_change
 from reaper.core.snapshot import Snapshot
+from reaper.passes.arm import arm_safely
 from reaper.providers.base import ProviderClient, TerminateOutcome
 from reaper.store.base import Store
 
@@ -242,10 +245,29 @@ class RecordingStore:
     def end_termination_request(self, key: str) -> None:
         self._write(f"end_termination_request {key}")
 
-    # --- monitor mutes -----------------------------------------------------------------------
+    # --- monitor settings, pause, mute and the ping log -----------------------------------
+    def monitor_log(self, host: str) -> list[PingEvent]:
+        return self.inner.monitor_log(host)
+
+    def set_monitor_settings(self, host: str, change: SettingsChange) -> Monitor | None:
+        self._write(f"set_monitor_settings {host} {','.join(sorted(change.given))}")
+        current = self.inner.get_monitor(host)
+        return None if current is None else apply_change(current, change)
+
+    def pause_monitor(self, host: str, paused: bool, at: datetime) -> bool:
+        self._write(f"pause_monitor {host} {paused}")
+        return self.inner.get_monitor(host) is not None
+
     def mute_monitor(self, host: str, until: datetime | None) -> bool:
         self._write(f"mute_monitor {host}")
         return self.inner.get_monitor(host) is not None
+
+    def log_event(self, host: str, event: PingEvent) -> None:
+        self._write(f"log_event {host} {event.seq}")
+
+    def put_monitor_logged(self, monitor: Monitor, event: PingEvent) -> None:
+        self._write(f"put_monitor {monitor.host}")
+        self._write(f"log_event {monitor.host} {event.seq}")
 
 
 @dataclass
@@ -277,6 +299,13 @@ class Context:
     @property
     def dry_run(self) -> bool:
         return not self.effects.live
+
+    async def alert(self, alert: Alert) -> list[Delivery]:
+        """Send an alert through the effects, its actions armed first (`passes.arm`); a dry
+        run arms nothing, since arming stores grants."""
+        if self.effects.live:
+            alert = arm_safely(alert, self.store, self.settings, self.clock.now())
+        return await self.effects.send(alert)
 
     def client(self, provider: str, account: str) -> ProviderClient | None:
         return next(

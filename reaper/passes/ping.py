@@ -13,8 +13,9 @@ from reaper import log
 from reaper.channels.base import Notifier
 from reaper.clock import Clock
 from reaper.config import Settings
-from reaper.core.heartbeat import Ping, apply_ping
+from reaper.core.heartbeat import Ping, Transition, apply_log, apply_ping, failing
 from reaper.core.models import Alert, Monitor
+from reaper.passes import correlate
 from reaper.providers.plugins import provider_host
 from reaper.store.base import Store
 
@@ -31,6 +32,8 @@ class PingOutcome:
     reason: str = ""
     monitor: Monitor | None = None
     alert: Alert | None = None
+    # Refused because the host has no monitor and none may be created (404, not 403).
+    missing: bool = False
 
 
 def cross_checkable(host: str, settings: Settings) -> tuple[str, str] | None:
@@ -49,14 +52,25 @@ def _cap_reason(settings: Settings) -> str:
     )
 
 
+def _no_monitor(host: str, settings: Settings, ping: Ping) -> str:
+    if ping.kind == "log":
+        return f"no monitor {host}: /log never creates one (ping it first)"
+    return (
+        f"no monitor {host}: HEARTBEAT_AUTO_CREATE is off; create it with "
+        f"`reaper monitor set {host}` or PUT /monitors/{host}"
+    )
+
+
 async def record_ping(
     settings: Settings, store: Store, notifier: Notifier, clock: Clock, ping: Ping
 ) -> PingOutcome:
-    """Apply one ping to the store and send its alert, if it has one.
+    """Apply one ping to the store, log it, and send its alert, if it has one.
 
     The read and the write happen with no `await` between them, so that within one event loop
     a watch pass or another ping never interleaves with them; the alert is sent after the
-    write, so a slow channel never holds the monitor's state back.
+    write, so a slow channel never holds the monitor's state back. On DynamoDB an ordinary
+    ping is one read, one conditional write of the monitor and one plain write of its log
+    event (a slot of the monitor's ring of PING_LOG_KEPT items).
     """
     guarded = cross_checkable(ping.host, settings) is not None
     for _attempt in range(2):
@@ -64,31 +78,48 @@ async def record_ping(
         current = store.get_monitor(ping.host)
         if current is None and ping.kind == "bye":
             return PingOutcome(accepted=True)  # nothing to retire
+        if current is None and (ping.kind == "log" or not settings.auto_create):
+            return PingOutcome(False, _no_monitor(ping.host, settings, ping), missing=True)
+        if current is not None and ping.kind == "log":
+            transition = apply_log(current, ping, now)
+            _place(store, current, transition, settings.max_monitors)
+            return PingOutcome(accepted=True, monitor=transition.monitor)
         transition = apply_ping(current, ping, now, guarded=guarded)
-        placed = _place(store, current, transition.monitor, settings.max_monitors)
+        placed = _place(store, current, transition, settings.max_monitors)
         if placed is None:
             continue  # created meanwhile by another process: apply to that one
         if not placed:
             return PingOutcome(accepted=False, reason=_cap_reason(settings))
         if transition.alert is not None:
             log.event("monitor", host=ping.host, change=transition.alert.event)
-            await notifier.send(transition.alert)
+            deliveries = await notifier.send(transition.alert)
+            if failing(ping) and any(d.ok for d in deliveries):
+                correlate.failure_alerted(store, ping.host, clock.now())
         return PingOutcome(accepted=True, monitor=transition.monitor, alert=transition.alert)
     return PingOutcome(accepted=False, reason=_cap_reason(settings))
 
 
-def _place(store: Store, current: Monitor | None, monitor: Monitor, limit: int) -> bool | None:
-    """Write the monitor. A first ping and a retired monitor coming back both take a place
-    under REAPER_MAX_MONITORS: otherwise ping + bye + ping on the same names would walk past
-    the cap. True if written, False if the cap refused it (a refused revival leaves the
-    retired monitor as it was), None if another process created the host meanwhile."""
+def _place(
+    store: Store, current: Monitor | None, transition: Transition, limit: int
+) -> bool | None:
+    """Write the monitor, and its event to its log. A first ping and a retired monitor coming
+    back both take a place under REAPER_MAX_MONITORS: otherwise ping + bye + ping on the same
+    names would walk past the cap. True if written, False if the cap refused it (a refused
+    revival leaves the retired monitor as it was), None if another process created the host
+    meanwhile. A retired monitor that comes back starts a fresh log."""
+    monitor, event = transition.monitor, transition.event
     reviving = current is not None and current.status == "retired" and monitor.status != "retired"
     if current is not None and not reviving:
-        store.put_monitor(monitor)
+        if event is None:
+            store.put_monitor(monitor)
+        else:
+            store.put_monitor_logged(monitor, event)
         return True
     if reviving:
         store.delete_monitor(monitor.host)  # create_monitor counts, and wants a new host
     if store.create_monitor(monitor, limit):
+        if event is not None:
+            store.log_event(monitor.host, event)
         return True
     if store.get_monitor(monitor.host) is not None:
         return None

@@ -55,7 +55,6 @@ from reaper.core.policy import (
 from reaper.core.snapshot import take_snapshot
 from reaper.core.units import HOURS_PER_MONTH, iso
 from reaper.core.witness import proves_gone, trustworthy_absence
-from reaper.passes.arm import arm_safely
 from reaper.passes.context import Context
 from reaper.passes.guards import GuardReport, guard_pass
 from reaper.passes.observe import Observation, observe
@@ -260,9 +259,7 @@ class _Pass:
             raise LeaseLost(phase)
 
     async def alert(self, alert: Alert) -> list[Delivery]:
-        if self.ctx.effects.live:
-            alert = arm_safely(alert, self.store, self.settings, self.ctx.clock.now())
-        return await self.ctx.effects.send(alert)
+        return await self.ctx.alert(alert)
 
     async def alert_once(self, episode: str, alert: Alert, detail: str = "") -> None:
         """One alert per episode: opened now or earlier, alerted once until it closes."""

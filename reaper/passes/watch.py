@@ -24,6 +24,12 @@ Design choices the README documents:
   started listening: pings sent while the server was down could not arrive, and a restart must
   not turn every monitor into an alert.
 - Alerts of one pass beyond `STORM_LIMIT` are folded into one summary alert.
+- Each monitor is down after its own `timeout` + `grace` of silence (HEARTBEAT_TIMEOUT when
+  it has none). A paused monitor is not watched. A muted one is judged as ever, but its alerts
+  are dropped until the mute ends; an outage still on then is said once (`alert_held`).
+- HEARTBEAT_REPEAT=off: no reminders; every condition alerts once.
+- The pass runs on a `Context`: it writes through `ctx.store` and alerts through
+  `ctx.effects`, so `dry_run=True` is the same pass with every write and alert recorded.
 """
 
 from __future__ import annotations
@@ -40,9 +46,11 @@ from reaper.clock import Clock
 from reaper.config import Settings
 from reaper.core import messages
 from reaper.core.models import AccountError, Alert, Instance, Monitor, ReapRun
+from reaper.core.monitors import down_after, heard_or_resumed, muted
 from reaper.core.units import iso
 from reaper.core.witness import trustworthy_absence
-from reaper.passes.arm import arm_safely
+from reaper.passes import correlate
+from reaper.passes.context import Context
 from reaper.passes.observe import observe
 from reaper.passes.ping import UNDELIVERED_ALERT, cross_checkable, prune_retired
 from reaper.providers.base import ProviderClient
@@ -57,6 +65,9 @@ _REAPER_SILENT = "reaper:silent"
 _NO_REAP_YET = "reaper:no-reap-yet"
 # A mark matters only within the alert's one-minute dedup window; older ones are dropped.
 _UNDELIVERED_KEPT = timedelta(hours=1)
+# With HEARTBEAT_REPEAT=off, how long a claim keeps a racing watcher from alerting the same
+# condition again (every key names its condition's start, so this only has to outlast a race).
+_ONCE = timedelta(days=1)
 
 
 # --- the cross-check ----------------------------------------------------------------------
@@ -142,6 +153,11 @@ class WatchReport:
     cross_checked: list[str] = field(default_factory=list)
     # Retired monitors deleted by this pass (prune_retired).
     pruned: int = 0
+    # Paused monitors, not watched; muted ones whose alerts this pass held back.
+    paused: list[str] = field(default_factory=list)
+    muted: list[str] = field(default_factory=list)
+    # A dry run: nothing written, nothing sent (`effects.recorded` says what would have been).
+    dry_run: bool = False
 
     @property
     def exit_code(self) -> int:
@@ -153,30 +169,38 @@ class WatchReport:
 class _Pass:
     """Everything one pass needs, so the per-monitor steps stay small functions."""
 
-    settings: Settings
-    store: Store
+    ctx: Context
     now: datetime
     listening_since: datetime
     fleet: Fleet
     report: WatchReport
 
+    @property
+    def settings(self) -> Settings:
+        return self.ctx.settings
+
+    @property
+    def store(self) -> Store:
+        return self.ctx.store
+
     def silent_since(self, monitor: Monitor) -> datetime:
-        return max(monitor.last_ping_at or monitor.created_at, self.listening_since)
+        return max(heard_or_resumed(monitor), self.listening_since)
 
     def silent(self, monitor: Monitor) -> bool:
-        return self.now - self.silent_since(monitor) >= self.settings.heartbeat_timeout
+        limit = down_after(monitor, self.settings.heartbeat_timeout)
+        return self.now - self.silent_since(monitor) >= limit
 
     def claim(self, host: str, what: str, anchor: datetime | None) -> bool:
         """True if this process is the one to send this alert (another watcher may race us)."""
         key = f"heartbeat:{host}:{what}:{iso(anchor)}"
-        return self.store.claim_alert(key, self.now, self.settings.heartbeat_repeat)
+        return self.store.claim_alert(key, self.now, self.settings.heartbeat_repeat or _ONCE)
 
     def alert(self, alert: Alert) -> None:
         self.report.alerts.append(alert)
 
 
 def _needs_look(p: _Pass, monitor: Monitor) -> bool:
-    if monitor.status == "retired":
+    if monitor.status == "retired" or monitor.paused:
         return False
     guarded = cross_checkable(monitor.host, p.settings) is not None
     return monitor.status == "down" or p.silent(monitor) or (guarded and monitor.bye_at is not None)
@@ -198,12 +222,13 @@ def _go_down(
 
 
 def _remind(p: _Pass, m: Monitor, alert: Alert) -> Monitor:
+    repeat = p.settings.heartbeat_repeat
     last = m.last_alert_at or m.down_since or p.now
-    if p.now - last < p.settings.heartbeat_repeat:
+    if repeat is None or p.now - last < repeat:
         return m
     p.report.reminded.append(m.host)
     since = m.down_since or last
-    number = int((p.now - since) / p.settings.heartbeat_repeat)
+    number = int((p.now - since) / repeat)
     if p.claim(m.host, f"remind{number}", since):
         p.alert(alert)
     return m.model_copy(update={"last_alert_at": p.now})
@@ -323,14 +348,32 @@ async def _watch_monitors(p: _Pass, hosts: list[str]) -> None:
         if current is None or not _needs_look(p, current):
             continue
         queued = len(p.report.alerts)
-        updated = _judge(p, current)
-        if current.muted_until is not None and p.now < current.muted_until:
-            # Muted from the phone: its state moves on as usual, its alerts are not sent.
-            del p.report.alerts[queued:]
+        updated = _muting(p, current, _judge(p, current), queued)
         if updated != current:
             p.store.put_monitor(updated)
         if updated.status == "down":
             p.report.down.append(host)
+
+
+def _muting(p: _Pass, current: Monitor, updated: Monitor, queued: int) -> Monitor:
+    """A muted monitor's alerts of this pass are dropped (its state moved all the same); the
+    first pass after the mute says once that an outage it held back is still on."""
+    said = len(p.report.alerts) > queued
+    if muted(current, p.now):
+        if said:
+            del p.report.alerts[queued:]
+            p.report.muted.append(current.host)
+            return updated.model_copy(update={"alert_held": updated.status == "down"})
+        return updated
+    if not current.alert_held:
+        return updated
+    if updated.status != "down" or said:
+        return updated.model_copy(update={"alert_held": False})
+    since = updated.down_since or p.silent_since(updated)
+    until = current.muted_until or p.now
+    if p.claim(current.host, "held", until):
+        p.alert(messages.monitor_down_after_mute(current.host, since, until))
+    return updated.model_copy(update={"alert_held": False, "last_alert_at": p.now})
 
 
 def _watch_unwatched(p: _Pass, monitors: dict[str, Monitor]) -> None:
@@ -392,6 +435,7 @@ def _housekeeping(p: _Pass) -> None:
     for episode in p.store.open_episodes(UNDELIVERED_ALERT):
         if p.now - episode.opened_at >= _UNDELIVERED_KEPT:
             p.store.close_episode(episode.key)
+    correlate.drop_stale(p.store, p.now)
 
 
 async def watch_pass(
@@ -402,17 +446,28 @@ async def watch_pass(
     clients: Sequence[ProviderClient],
     *,
     listening_since: datetime | None = None,
+    dry_run: bool = False,
 ) -> WatchReport:
     """One check of every monitor, the unwatched instances and the reaper itself.
 
     Provider hosts are cross-checked with one listing per account (only of the providers some
     monitor needs, or all with HEARTBEAT_REQUIRED). `listening_since`: see the module doc.
+    `dry_run`: the same pass on `DryRunEffects` (the store only read, no alert sent).
     """
+    ctx = Context.make(settings, store, clients, notifier, clock, dry_run=dry_run)
+    return await watch_with(ctx, listening_since=listening_since)
+
+
+async def watch_with(ctx: Context, *, listening_since: datetime | None = None) -> WatchReport:
+    """The watch pass on a context: every write through `ctx.store`, every alert through
+    `ctx.effects`."""
+    settings, store, clock = ctx.settings, ctx.store, ctx.clock
     now = clock.now()
-    report = WatchReport(at=now, reaping=bool(settings.accounts))
+    report = WatchReport(at=now, reaping=bool(settings.accounts), dry_run=ctx.dry_run)
     monitors = {m.host: m for m in store.list_monitors()}
     report.monitors = len(monitors)
-    probe = _Pass(settings, store, now, listening_since or _EPOCH, Fleet(), report)
+    report.paused = [h for h, m in monitors.items() if m.paused and m.status != "retired"]
+    probe = _Pass(ctx, now, listening_since or _EPOCH, Fleet(), report)
     hosts = [h for h, m in monitors.items() if _needs_look(probe, m)]
     wanted: set[str] = set()
     for host in hosts:
@@ -422,7 +477,7 @@ async def watch_pass(
     if settings.heartbeat_required:
         wanted |= {a.provider for a in settings.accounts}
     if wanted:
-        probe.fleet = await list_fleet(clients, wanted, store)
+        probe.fleet = await list_fleet(ctx.clients, wanted, store)
         report.errors = probe.fleet.errors
         probe.now = now = clock.now()
     await _watch_monitors(probe, hosts)
@@ -432,7 +487,7 @@ async def watch_pass(
         _watch_reaper(probe)
     _housekeeping(probe)
     for alert in messages.fold_heartbeat(report.alerts, STORM_LIMIT):
-        await notifier.send(arm_safely(alert, store, settings, now))
+        await ctx.alert(alert)
     log.event(
         "watch",
         monitors=report.monitors,
@@ -440,5 +495,6 @@ async def watch_pass(
         alerts=len(report.alerts),
         errors=len(report.errors),
         pruned=report.pruned,
+        dry_run=ctx.dry_run,
     )
     return report

@@ -20,10 +20,12 @@ from reaper.core.models import (
     KeptInstance,
     Listing,
     Monitor,
+    PingEvent,
     ReapRun,
     TerminationRequest,
     WarningRecord,
 )
+from reaper.core.monitors import PING_LOG_KEPT, SettingsChange
 from reaper.core.snapshot import Snapshot
 
 # Snapshots are kept at least this long (SQLite prunes older ones when it records one; DynamoDB
@@ -138,12 +140,14 @@ class Store(Protocol):
         """All monitors, ordered by host."""
         ...
 
-    def delete_monitor(self, host: str) -> None: ...
+    def delete_monitor(self, host: str) -> None:
+        """Delete the monitor and its ping log."""
+        ...
 
     def delete_retired(self, before: datetime, keep: int) -> int:
         """Delete retired monitors last heard from before `before`, and those beyond the `keep`
-        most recently heard from (see `retired_to_delete`); how many were deleted. A monitor
-        revived meanwhile is never deleted."""
+        most recently heard from (see `retired_to_delete`), with their ping logs; how many
+        were deleted. A monitor revived meanwhile is never deleted."""
         ...
 
     # --- alert de-duplication and episodes ----------------------------------------------
@@ -219,8 +223,38 @@ class Store(Protocol):
         """Forget the request for this instance (carried out, or refused for good)."""
         ...
 
-    # --- monitor mutes --------------------------------------------------------------------
-    def mute_monitor(self, host: str, until: datetime | None) -> bool:
-        """Set the monitor's `muted_until` (None: unmute), changing nothing else of it. False
-        when there is no such monitor."""
+    # --- monitor settings, pause, mute and the ping log -----------------------------------
+    def set_monitor_settings(self, host: str, change: SettingsChange) -> Monitor | None:
+        """Apply `change` (`apply_change`) to the monitor's own settings in one atomic step,
+        its state left as the store holds it (a ping meanwhile is never lost); the monitor as
+        written, or None when there is no such monitor."""
         ...
+
+    def pause_monitor(self, host: str, paused: bool, at: datetime) -> bool:
+        """Pause, or resume (silence then counts from `at`); False when no such monitor."""
+        ...
+
+    def mute_monitor(self, host: str, until: datetime | None) -> bool:
+        """No alert about the monitor until `until` (None: unmute); its state is still
+        tracked. False when no such monitor."""
+        ...
+
+    def log_event(self, host: str, event: PingEvent) -> None:
+        """Keep `event` in the host's ping log, in slot `event.seq % PING_LOG_KEPT` (replacing
+        what the slot held): the log holds the last PING_LOG_KEPT events without ever being
+        trimmed, and costs one plain write."""
+        ...
+
+    def monitor_log(self, host: str) -> list[PingEvent]:
+        """The host's ping log, oldest first (at most PING_LOG_KEPT events)."""
+        ...
+
+    def put_monitor_logged(self, monitor: Monitor, event: PingEvent) -> None:
+        """`put_monitor` and `log_event` of one ping, in one transaction where the backend has
+        them (SQLite); on DynamoDB the monitor's conditional put, then the log's plain put."""
+        ...
+
+
+def log_slot(event: PingEvent) -> int:
+    """Where an event lives in its monitor's ring of PING_LOG_KEPT slots."""
+    return event.seq % PING_LOG_KEPT

@@ -21,6 +21,7 @@ partition (no Scan, no index):
 | `grant`   | `<sha256 of the action token>`  | `grant` (JSON), `expires_at`, `used_at`, `ttl`  |
 | `action`  | `<at>#<ns counter>`             | `record` (JSON): an action taken from the phone |
 | `request` | `<instance key>`                | `request` (JSON), `expires_at`, `ttl`           |
+| `pinglog` | `<host>#<slot 000-099>`         | `seq`, `event` (JSON): the monitor's ping log   |
 
 A `history/keep#...` item also carries `by` (who kept it) when recorded. The status page reads
 the `listing`, `history`, `monitor`, `audit` (since 30 days) and `snapshot` (since 30 days)
@@ -48,6 +49,13 @@ answer here depends on it: conditions compare the stored times, and TTL only col
 
 boto3 is imported when a store is first made, not at module import: it ships with the Lambda
 runtime but is not a local runtime dependency (`pip install reaper[aws]`).
+
+The ping log is a ring of PING_LOG_KEPT (100) items per monitor, not a list on the monitor's
+item: event n (the monitor's `events` counter) is written to slot n % 100 with a plain put,
+so a ping stays one conditional write of the monitor plus one small unconditional put, the
+log needs no trimming, and the monitor item — which every watch pass reads for every
+monitor — stays small (a list of 100 events of up to 1 KB would make each ping rewrite, and
+each watch pass read, about 100 KB per monitor). `bench/dynamodb_ping.py` measures both.
 """
 
 from __future__ import annotations
@@ -69,16 +77,19 @@ from reaper.core.models import (
     KeptInstance,
     Listing,
     Monitor,
+    PingEvent,
     ReapRun,
     TerminationRequest,
     WarningRecord,
 )
+from reaper.core.monitors import SettingsChange, apply_change
 from reaper.core.snapshot import Snapshot
 from reaper.core.units import as_utc
 from reaper.store.base import (
     SNAPSHOT_RETENTION,
     ReadOnlyStoreError,
     last_heard,
+    log_slot,
     retired_to_delete,
 )
 
@@ -96,6 +107,8 @@ CONFLICT_RETRIES = 20
 # Grants and termination requests outlive their expiry by this much before TTL may collect
 # them ("expired" can still be told from "unknown" meanwhile).
 GRANT_RETENTION = timedelta(days=1)
+# A mute changes no pause, so the time of its change dates nothing.
+_EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
 
 _Model = TypeVar("_Model", bound=BaseModel)
 Item = dict[str, Any]
@@ -477,7 +490,7 @@ class DynamoDBStore:
         return {
             **_key("monitor", monitor.host),
             "status": _s(monitor.status),
-            "monitor": _s(monitor.model_dump_json()),
+            "monitor": _s(monitor.model_dump_json(exclude_defaults=True)),
         }
 
     def _counter_update(self, delta: int) -> Item:
@@ -598,6 +611,7 @@ class DynamoDBStore:
     def delete_monitor(self, host: str) -> None:
         self._writable()
         self._replace_monitor(None, host)
+        self._delete_log(host)
 
     def delete_retired(self, before: datetime, keep: int) -> int:
         """One read of the monitors, then one delete per chosen monitor, conditional on its
@@ -611,13 +625,16 @@ class DynamoDBStore:
                 heard[monitor.host] = last_heard(monitor)
         deleted = 0
         for host in retired_to_delete(heard, as_utc(before), keep):
-            deleted += self._conditional(
+            gone = self._conditional(
                 "delete_item",
                 Key=_key("monitor", host),
                 ConditionExpression="#status = :retired",
                 ExpressionAttributeNames={"#status": "status"},
                 ExpressionAttributeValues={":retired": _s("retired")},
             )
+            if gone:
+                self._delete_log(host)
+            deleted += gone
         return deleted
 
     # --- alert de-duplication and episodes ------------------------------------------------
@@ -809,27 +826,71 @@ class DynamoDBStore:
         self._writable()
         self._client.delete_item(TableName=self.table_name, Key=_key("request", key))
 
-    # --- monitor mutes ----------------------------------------------------------------------
-    def mute_monitor(self, host: str, until: datetime | None) -> bool:
-        """Read the monitor, write it back with the mute, conditional on it being unchanged
-        (a ping in between: read again). The status does not change, so the active counter is
-        left alone."""
+    # --- monitor settings, pause, mute and the ping log -----------------------------------
+    def set_monitor_settings(self, host: str, change: SettingsChange) -> Monitor | None:
+        """Optimistic: read the monitor, write it changed on condition that it is still
+        exactly what was read (a ping meanwhile makes the condition fail: read again). The
+        status does not change, so the active counter is left alone."""
         self._writable()
         for _ in range(CONFLICT_RETRIES):
-            old = self._get("monitor", host)
-            if old is None:
-                return False
-            monitor = Monitor.model_validate_json(old["monitor"]["S"])
-            item = self._monitor_item(monitor.model_copy(update={"muted_until": until}))
+            item = self._get("monitor", host)
+            if item is None:
+                return None
+            monitor = apply_change(Monitor.model_validate_json(item["monitor"]["S"]), change)
             if self._conditional(
                 "put_item",
-                Item=item,
+                Item=self._monitor_item(monitor),
                 ConditionExpression="#monitor = :old",
                 ExpressionAttributeNames={"#monitor": "monitor"},
-                ExpressionAttributeValues={":old": old["monitor"]},
+                ExpressionAttributeValues={":old": item["monitor"]},
             ):
-                return True
+                return _utc_model(monitor)
         raise StoreConflictError(f"monitor {host!r}: too many concurrent writes, nothing written")
+
+    def pause_monitor(self, host: str, paused: bool, at: datetime) -> bool:
+        change = SettingsChange(at=at, given=frozenset({"paused"}), paused=paused)
+        return self.set_monitor_settings(host, change) is not None
+
+    def mute_monitor(self, host: str, until: datetime | None) -> bool:
+        change = SettingsChange(at=_EPOCH, given=frozenset({"muted_until"}), muted_until=until)
+        return self.set_monitor_settings(host, change) is not None
+
+    def log_event(self, host: str, event: PingEvent) -> None:
+        """One unconditional put into the event's slot. Two pings of one host racing may
+        number their events alike; the later write wins the slot (a log, not the state)."""
+        self._writable()
+        event = _utc_model(event)
+        self._client.put_item(
+            TableName=self.table_name,
+            Item={
+                **_key("pinglog", f"{host}#{log_slot(event):03d}"),
+                "seq": _n(event.seq),
+                "event": _s(event.model_dump_json(exclude_defaults=True)),
+            },
+        )
+
+    def monitor_log(self, host: str) -> list[PingEvent]:
+        """One Query of the host's slots (`#` is no host character, so the prefix is the
+        host's alone)."""
+        events = [
+            PingEvent.model_validate_json(item["event"]["S"])
+            for item in self._query("pinglog", prefix=f"{host}#")
+        ]
+        return sorted(events, key=lambda event: event.seq)
+
+    def put_monitor_logged(self, monitor: Monitor, event: PingEvent) -> None:
+        """No transaction (it would double the cost of every ping): the monitor's conditional
+        put, then the event's plain put. A failure in between loses one log line, never state."""
+        self.put_monitor(monitor)
+        self.log_event(monitor.host, event)
+
+    def _delete_log(self, host: str) -> None:
+        """One delete per slot (at most PING_LOG_KEPT): a monitor is deleted rarely, and the
+        function's role allows DeleteItem, not BatchWriteItem."""
+        for item in list(self._query("pinglog", prefix=f"{host}#")):
+            self._client.delete_item(
+                TableName=self.table_name, Key={"pk": item["pk"], "sk": item["sk"]}
+            )
 
 
 __all__ = [

@@ -8,6 +8,11 @@ snapshot, and a busy timeout makes a contended writer wait instead of failing.
 
 Times are stored as fixed-width ISO 8601 UTC text (`2026-01-01T00:00:00.000000Z`), so that
 comparing the text compares the instants and indexes on time columns work.
+
+The ping log is a ring of 100 rows per host (`ping_log`, keyed by host and slot = event number
+% 100): never trimmed, one row written per ping in the ping's own transaction. Monitors and
+events are stored without their default values: a smaller row is a cheaper page to write on
+every ping and a cheaper read for every watch pass.
 """
 
 from __future__ import annotations
@@ -33,16 +38,28 @@ from reaper.core.models import (
     KeptInstance,
     Listing,
     Monitor,
+    PingEvent,
     ReapRun,
     TerminationRequest,
     WarningRecord,
 )
+from reaper.core.monitors import SettingsChange, apply_change
 from reaper.core.snapshot import Snapshot
 from reaper.core.units import as_utc
-from reaper.store.base import SNAPSHOT_RETENTION, ReadOnlyStoreError, retired_to_delete
+from reaper.store.base import (
+    SNAPSHOT_RETENTION,
+    ReadOnlyStoreError,
+    log_slot,
+    retired_to_delete,
+)
 
 SCHEMA_VERSION = 2
 BUSY_TIMEOUT_SECONDS = 5.0
+# A checkpoint (copying the WAL into the file, then fsync) runs inside the commit that crosses
+# this many WAL pages, on the request that made it. Since every ping also writes its log row
+# (a page of its own), SQLite's default of 1000 made each such stall long enough to show in the
+# p99 of `reaper serve`; a quarter of it keeps each one short (bench.heartbeat).
+WAL_CHECKPOINT_PAGES = 250
 WAL_SWITCH_RETRY_SECONDS = 0.005
 # Reap runs are only read for "the last one"; a bounded tail keeps the file small.
 REAP_RUNS_KEPT = 1000
@@ -55,14 +72,46 @@ CLAIM_RETENTION = timedelta(days=7)
 # written), so that "expired" can still be told from "unknown" for a while.
 GRANT_RETENTION = timedelta(days=1)
 
-_SCHEMA = """
+# The tables version 2 added: created alike in a new database and by the upgrade from 1.
+_TABLES_OF_2 = """
+CREATE TABLE listings (
+    provider TEXT NOT NULL, account TEXT NOT NULL, at TEXT NOT NULL, listing TEXT NOT NULL,
+    PRIMARY KEY (provider, account)
+) WITHOUT ROWID;
+-- The status page: the reap passes' snapshots, the hashes of one-time sign-in links.
+CREATE TABLE snapshots (
+    seq INTEGER PRIMARY KEY AUTOINCREMENT, at TEXT NOT NULL, snapshot TEXT NOT NULL
+);
+CREATE INDEX snapshots_by_time ON snapshots (at);
+CREATE TABLE login_tokens (hash TEXT PRIMARY KEY, expires_at TEXT NOT NULL) WITHOUT ROWID;
+-- Actions from the phone: one-time handles, what people did, "terminate now" requests.
+CREATE TABLE action_grants (
+    id TEXT PRIMARY KEY, expires_at TEXT NOT NULL, used_at TEXT, body TEXT NOT NULL
+) WITHOUT ROWID;
+CREATE INDEX action_grants_by_expiry ON action_grants (expires_at);
+CREATE TABLE phone_actions (
+    seq INTEGER PRIMARY KEY AUTOINCREMENT, at TEXT NOT NULL, record TEXT NOT NULL
+);
+CREATE INDEX phone_actions_by_time ON phone_actions (at);
+CREATE TABLE termination_requests (
+    key TEXT PRIMARY KEY, expires_at TEXT NOT NULL, request TEXT NOT NULL
+) WITHOUT ROWID;
+-- Each monitor's ping log: a ring of slots.
+CREATE TABLE ping_log (
+    host TEXT NOT NULL, slot INTEGER NOT NULL, seq INTEGER NOT NULL, event TEXT NOT NULL,
+    PRIMARY KEY (host, slot)
+) WITHOUT ROWID;
+"""
+
+_SCHEMA = (
+    """
 CREATE TABLE stopped_clock (key TEXT PRIMARY KEY, since TEXT NOT NULL, started TEXT) WITHOUT ROWID;
 CREATE TABLE warnings (
     key TEXT PRIMARY KEY, at TEXT NOT NULL,
     heard INTEGER NOT NULL DEFAULT 0, mode TEXT NOT NULL DEFAULT 'observe', terminate_at TEXT
 ) WITHOUT ROWID;
 CREATE TABLE kept (
-    key TEXT PRIMARY KEY, since TEXT NOT NULL, until TEXT
+    key TEXT PRIMARY KEY, since TEXT NOT NULL, until TEXT, kept_by TEXT
 ) WITHOUT ROWID;
 CREATE TABLE leases (
     name TEXT PRIMARY KEY, owner TEXT NOT NULL, expires_at TEXT NOT NULL
@@ -86,30 +135,9 @@ CREATE INDEX alert_claims_by_time ON alert_claims (claimed_at);
 CREATE TABLE episodes (
     key TEXT PRIMARY KEY, opened_at TEXT NOT NULL, detail TEXT NOT NULL, alerted_at TEXT
 ) WITHOUT ROWID;
-CREATE TABLE listings (
-    provider TEXT NOT NULL, account TEXT NOT NULL, at TEXT NOT NULL, listing TEXT NOT NULL,
-    PRIMARY KEY (provider, account)
-) WITHOUT ROWID;
--- The status page (schema 2): who kept an instance, the reap passes' snapshots, the hashes
--- of one-time sign-in links.
-ALTER TABLE kept ADD COLUMN kept_by TEXT;
-CREATE TABLE snapshots (
-    seq INTEGER PRIMARY KEY AUTOINCREMENT, at TEXT NOT NULL, snapshot TEXT NOT NULL
-);
-CREATE INDEX snapshots_by_time ON snapshots (at);
-CREATE TABLE login_tokens (hash TEXT PRIMARY KEY, expires_at TEXT NOT NULL) WITHOUT ROWID;
-CREATE TABLE action_grants (
-    id TEXT PRIMARY KEY, expires_at TEXT NOT NULL, used_at TEXT, body TEXT NOT NULL
-) WITHOUT ROWID;
-CREATE INDEX action_grants_by_expiry ON action_grants (expires_at);
-CREATE TABLE phone_actions (
-    seq INTEGER PRIMARY KEY AUTOINCREMENT, at TEXT NOT NULL, record TEXT NOT NULL
-);
-CREATE INDEX phone_actions_by_time ON phone_actions (at);
-CREATE TABLE termination_requests (
-    key TEXT PRIMARY KEY, expires_at TEXT NOT NULL, request TEXT NOT NULL
-) WITHOUT ROWID;
 """
+    + _TABLES_OF_2
+)
 
 # Each step takes a database of the version before it to the version after it. A warning
 # written before version 2 knew neither whether a person heard it nor its mode: it reads as an
@@ -121,33 +149,19 @@ ALTER TABLE stopped_clock ADD COLUMN started TEXT;
 ALTER TABLE warnings ADD COLUMN heard INTEGER NOT NULL DEFAULT 0;
 ALTER TABLE warnings ADD COLUMN mode TEXT NOT NULL DEFAULT 'observe';
 ALTER TABLE warnings ADD COLUMN terminate_at TEXT;
-CREATE TABLE listings (
-    provider TEXT NOT NULL, account TEXT NOT NULL, at TEXT NOT NULL, listing TEXT NOT NULL,
-    PRIMARY KEY (provider, account)
-) WITHOUT ROWID;
--- The status page (schema 2): who kept an instance, the reap passes' snapshots, the hashes
--- of one-time sign-in links.
 ALTER TABLE kept ADD COLUMN kept_by TEXT;
-CREATE TABLE snapshots (
-    seq INTEGER PRIMARY KEY AUTOINCREMENT, at TEXT NOT NULL, snapshot TEXT NOT NULL
-);
-CREATE INDEX snapshots_by_time ON snapshots (at);
-CREATE TABLE login_tokens (hash TEXT PRIMARY KEY, expires_at TEXT NOT NULL) WITHOUT ROWID;
-CREATE TABLE action_grants (
-    id TEXT PRIMARY KEY, expires_at TEXT NOT NULL, used_at TEXT, body TEXT NOT NULL
-) WITHOUT ROWID;
-CREATE INDEX action_grants_by_expiry ON action_grants (expires_at);
-CREATE TABLE phone_actions (
-    seq INTEGER PRIMARY KEY AUTOINCREMENT, at TEXT NOT NULL, record TEXT NOT NULL
-);
-CREATE INDEX phone_actions_by_time ON phone_actions (at);
-CREATE TABLE termination_requests (
-    key TEXT PRIMARY KEY, expires_at TEXT NOT NULL, request TEXT NOT NULL
-) WITHOUT ROWID;
-""",
+"""
+    + _TABLES_OF_2,
 }
 
 _Model = TypeVar("_Model", bound=BaseModel)
+# A mute changes no pause, so the time of its change dates nothing.
+_EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
+# An event into its slot of the host's ring.
+_LOG_EVENT = (
+    "INSERT INTO ping_log (host, slot, seq, event) VALUES (?, ?, ?, ?) "
+    "ON CONFLICT (host, slot) DO UPDATE SET seq = excluded.seq, event = excluded.event"
+)
 
 
 class StoreSchemaError(RuntimeError):
@@ -253,6 +267,7 @@ class SQLiteStore:
         try:
             _enable_wal(conn)
             conn.execute("PRAGMA synchronous = NORMAL")
+            conn.execute(f"PRAGMA wal_autocheckpoint = {WAL_CHECKPOINT_PAGES}")
             self._migrate(conn)
         except BaseException:
             conn.close()
@@ -520,7 +535,7 @@ class SQLiteStore:
                 "INSERT INTO monitors (host, status, monitor) VALUES (?, ?, ?) "
                 "ON CONFLICT (host) DO UPDATE SET "
                 "status = excluded.status, monitor = excluded.monitor",
-                (monitor.host, monitor.status, monitor.model_dump_json()),
+                (monitor.host, monitor.status, monitor.model_dump_json(exclude_defaults=True)),
             )
 
     def create_monitor(self, monitor: Monitor, limit: int) -> bool:
@@ -534,7 +549,7 @@ class SQLiteStore:
             cursor = conn.execute(
                 "INSERT INTO monitors (host, status, monitor) VALUES (?, ?, ?) "
                 "ON CONFLICT DO NOTHING",
-                (monitor.host, monitor.status, monitor.model_dump_json()),
+                (monitor.host, monitor.status, monitor.model_dump_json(exclude_defaults=True)),
             )
             return cursor.rowcount == 1
 
@@ -545,6 +560,7 @@ class SQLiteStore:
     def delete_monitor(self, host: str) -> None:
         with self._write() as conn:
             conn.execute("DELETE FROM monitors WHERE host = ?", (host,))
+            conn.execute("DELETE FROM ping_log WHERE host = ?", (host,))
 
     def delete_retired(self, before: datetime, keep: int) -> int:
         """One transaction: read the retired monitors' times, delete the chosen ones."""
@@ -559,6 +575,7 @@ class SQLiteStore:
                 "DELETE FROM monitors WHERE host = ? AND status = 'retired'",
                 [(host,) for host in doomed],
             )
+            conn.executemany("DELETE FROM ping_log WHERE host = ?", [(h,) for h in doomed])
         return len(doomed)
 
     # --- alert de-duplication and episodes ------------------------------------------------
@@ -746,19 +763,62 @@ class SQLiteStore:
         with self._write() as conn:
             conn.execute("DELETE FROM termination_requests WHERE key = ?", (key,))
 
-    # --- monitor mutes ----------------------------------------------------------------------
-    def mute_monitor(self, host: str, until: datetime | None) -> bool:
-        """Read and rewrite the monitor in one write transaction: a ping in between waits."""
+    # --- monitor settings, pause, mute and the ping log -----------------------------------
+    def set_monitor_settings(self, host: str, change: SettingsChange) -> Monitor | None:
+        """Read and write in one transaction that holds the write lock: no ping in between."""
         with self._write() as conn:
             row = conn.execute("SELECT monitor FROM monitors WHERE host = ?", (host,)).fetchone()
             if row is None:
-                return False
-            monitor = Monitor.model_validate_json(row[0])
-            muted = _utc_model(monitor.model_copy(update={"muted_until": until}))
+                return None
+            monitor = _utc_model(apply_change(Monitor.model_validate_json(row[0]), change))
             conn.execute(
-                "UPDATE monitors SET monitor = ? WHERE host = ?", (muted.model_dump_json(), host)
+                "UPDATE monitors SET monitor = ? WHERE host = ?",
+                (monitor.model_dump_json(exclude_defaults=True), host),
             )
-            return True
+        return monitor
+
+    def pause_monitor(self, host: str, paused: bool, at: datetime) -> bool:
+        change = SettingsChange(at=at, given=frozenset({"paused"}), paused=paused)
+        return self.set_monitor_settings(host, change) is not None
+
+    def mute_monitor(self, host: str, until: datetime | None) -> bool:
+        change = SettingsChange(at=_EPOCH, given=frozenset({"muted_until"}), muted_until=until)
+        return self.set_monitor_settings(host, change) is not None
+
+    def log_event(self, host: str, event: PingEvent) -> None:
+        event = _utc_model(event)
+        with self._write() as conn:
+            conn.execute(
+                _LOG_EVENT,
+                (host, log_slot(event), event.seq, event.model_dump_json(exclude_defaults=True)),
+            )
+
+    def monitor_log(self, host: str) -> list[PingEvent]:
+        rows = self._query_all("SELECT event FROM ping_log WHERE host = ? ORDER BY seq", (host,))
+        return [PingEvent.model_validate_json(event) for (event,) in rows]
+
+    def put_monitor_logged(self, monitor: Monitor, event: PingEvent) -> None:
+        """One transaction, one commit. The event's row is on another page than the
+        monitor's, so a ping writes two pages where it wrote one (bench.heartbeat)."""
+        monitor = _utc_model(monitor)
+        if event.at.utcoffset() != timedelta(0):
+            event = _utc_model(event)
+        with self._write() as conn:
+            conn.execute(
+                "INSERT INTO monitors (host, status, monitor) VALUES (?, ?, ?) "
+                "ON CONFLICT (host) DO UPDATE SET "
+                "status = excluded.status, monitor = excluded.monitor",
+                (monitor.host, monitor.status, monitor.model_dump_json(exclude_defaults=True)),
+            )
+            conn.execute(
+                _LOG_EVENT,
+                (
+                    monitor.host,
+                    log_slot(event),
+                    event.seq,
+                    event.model_dump_json(exclude_defaults=True),
+                ),
+            )
 
 
 __all__ = ["SCHEMA_VERSION", "SQLiteStore", "StoreSchemaError"]

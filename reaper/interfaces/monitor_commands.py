@@ -1,0 +1,171 @@
+"""`reaper monitor list|log|set|pause|resume|mute|unmute|delete`: monitors, one by one.
+
+Each command reads or changes the store directly (no pass runs): the watch pass and the pings
+pick the change up at once. A host that is not valid, or a setting out of range, is a one-line
+exit 2 before the store is opened; a host with no monitor is one line and exit 1.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+from datetime import timedelta
+
+from reaper.clock import Clock, SystemClock
+from reaper.config import ConfigError, Settings
+from reaper.core.heartbeat import valid_host
+from reaper.core.monitors import SettingsChange
+from reaper.core.units import humanize, iso
+from reaper.interfaces import views
+from reaper.passes.monitors import change_monitor, delete_monitor
+
+EXIT_OK = 0
+EXIT_ATTENTION = 1
+
+
+def _checked(host: str) -> str:
+    if not valid_host(host):
+        raise ConfigError("<host>", "expected 1-100 of A-Z a-z 0-9 . _ - (not . or ..)")
+    return host
+
+
+def _missing(host: str) -> int:
+    print(f"reaper: no monitor {host}", file=sys.stderr)
+    return EXIT_ATTENTION
+
+
+def monitor_list(settings: Settings, *, json_output: bool, clock: Clock | None = None) -> int:
+    from reaper.store import open_store
+
+    now = (clock or SystemClock()).now()
+    store = open_store(settings.state, read_only=True)
+    try:
+        monitors = store.list_monitors()
+    finally:
+        store.close()
+    if json_output:
+        data = {
+            "at": iso(now),
+            "monitors": [views.monitor_json(m, settings, now) for m in monitors],
+        }
+        print(json.dumps(data, ensure_ascii=False))
+    else:
+        print(views.monitors_table(monitors, settings, now))
+    return EXIT_OK
+
+
+def monitor_log(
+    settings: Settings, host: str, *, json_output: bool, clock: Clock | None = None
+) -> int:
+    from reaper.store import open_store
+
+    host = _checked(host)
+    now = (clock or SystemClock()).now()
+    store = open_store(settings.state, read_only=True)
+    try:
+        monitor = store.get_monitor(host)
+        events = store.monitor_log(host) if monitor is not None else []
+    finally:
+        store.close()
+    if monitor is None:
+        return _missing(host)
+    if json_output:
+        print(json.dumps(views.monitor_detail_json(monitor, events, settings, now)))
+    else:
+        print("\n".join(views.monitor_log_lines(monitor, events)))
+    return EXIT_OK
+
+
+def monitor_set(
+    settings: Settings,
+    host: str,
+    *,
+    timeout: timedelta | str | None,
+    grace: timedelta | str | None,
+    clock: Clock | None = None,
+) -> int:
+    """`timeout`/`grace`: None (not given) leaves one as it is, "default" resets it.
+    A host without a monitor gets one (under REAPER_MAX_MONITORS)."""
+    from reaper.store import open_store
+
+    host = _checked(host)
+    now = (clock or SystemClock()).now()
+    values: dict[str, timedelta | None] = {}
+    for name, value in (("timeout", timeout), ("grace", grace)):
+        if value is not None:
+            values[name] = None if isinstance(value, str) else value
+    change = SettingsChange(at=now, given=frozenset(values), **values)  # type: ignore[arg-type]
+    store = open_store(settings.state)
+    try:
+        changed = change_monitor(settings, store, host, change)
+    finally:
+        store.close()
+    if changed.monitor is None:
+        print(f"reaper: {changed.refused}", file=sys.stderr)
+        return EXIT_ATTENTION
+    m = views.monitor_json(changed.monitor, settings, now)
+    timeout_text = humanize(timedelta(seconds=m["timeout"]))
+    default = " (HEARTBEAT_TIMEOUT)" if m["timeout_default"] else ""
+    grace_text = humanize(timedelta(seconds=m["grace"])) if m["grace"] else "none"
+    what = "created" if changed.created else "set"
+    print(f"{what} {host}: timeout {timeout_text}{default}, grace {grace_text}")
+    return EXIT_OK
+
+
+def monitor_pause(
+    settings: Settings, host: str, *, paused: bool, clock: Clock | None = None
+) -> int:
+    from reaper.store import open_store
+
+    host = _checked(host)
+    now = (clock or SystemClock()).now()
+    store = open_store(settings.state)
+    try:
+        found = store.pause_monitor(host, paused, now)
+    finally:
+        store.close()
+    if not found:
+        return _missing(host)
+    if paused:
+        print(f"paused {host}: it never alerts until resumed (any ping resumes it)")
+    else:
+        print(f"resumed {host}: its silence counts from now")
+    return EXIT_OK
+
+
+def monitor_mute(
+    settings: Settings, host: str, *, duration: timedelta | None, clock: Clock | None = None
+) -> int:
+    """`duration` None unmutes."""
+    from reaper.store import open_store
+
+    host = _checked(host)
+    now = (clock or SystemClock()).now()
+    until = None if duration is None else now + duration
+    store = open_store(settings.state)
+    try:
+        found = store.mute_monitor(host, until)
+    finally:
+        store.close()
+    if not found:
+        return _missing(host)
+    if until is None:
+        print(f"unmuted {host}")
+    else:
+        print(f"muted {host} until {iso(until)}: its state is tracked, no alert goes out")
+    return EXIT_OK
+
+
+def monitor_delete(settings: Settings, host: str) -> int:
+    from reaper.store import open_store
+
+    host = _checked(host)
+    store = open_store(settings.state)
+    try:
+        found = delete_monitor(store, host)
+    finally:
+        store.close()
+    if not found:
+        return _missing(host)
+    print(f"deleted {host} and its ping log (its next ping creates it anew, if auto-create is on)")
+    return EXIT_OK
