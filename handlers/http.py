@@ -2,9 +2,10 @@
 /telegram) behind an API Gateway HTTP API.
 
 Only an adapter: an HTTP API event (payload format 2.0, which Lambda function URLs use as
-well) becomes a `reaper.interfaces.http.Request`, `reaper.interfaces.http.handle` answers it exactly as under
+well) becomes a `reaper.interfaces.http.Request`, `handle` there answers it exactly as under
 `reaper serve`, and the `Response` goes back in the format API Gateway expects. Every rule of
-the contract (keys, 404 for a wrong key, body limits, rate limits) lives in `reaper.interfaces.http`.
+the contract (keys, 404 for a wrong key, body limits, rate limits) lives in
+`reaper.interfaces.http`.
 
 Bodies arrive as text or base64; the adapter keeps at most MAX_BODY + 1 bytes of them, which is
 all the core needs to answer 413. The `App` (settings, store, notifier, in-memory rate limits)

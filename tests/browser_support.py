@@ -2,7 +2,7 @@
 through Debian's chromedriver (no driver or browser is ever downloaded).
 
 On a developer's machine without them the browser tests are skipped, and say why. `.ci/run`
-installs both and sets REAPER_REQUIRE_BROWSER=1, which turns that skip into a failure: CI
+installs both and sets REQUIRE_BROWSER_TESTS=1, which turns that skip into a failure: CI
 never passes by not running them.
 
 Screenshots go to REAPER_ARTIFACTS (default `test-artifacts/` in the repository, ignored by
@@ -63,8 +63,8 @@ def _found() -> tuple[str, str] | str:
 def require_browser() -> tuple[str, str]:
     found = _found()
     if isinstance(found, str):
-        if os.environ.get("REAPER_REQUIRE_BROWSER") == "1":
-            pytest.fail(f"REAPER_REQUIRE_BROWSER=1 but {found}")
+        if os.environ.get("REQUIRE_BROWSER_TESTS") == "1":
+            pytest.fail(f"REQUIRE_BROWSER_TESTS=1 but {found}")
         pytest.skip(f"browser tests skipped: {found}")
     return found
 

@@ -895,7 +895,8 @@ class StoreContract:
         assert muted is not None
         assert_utc(muted.muted_until)
         assert store.mute_monitor("trainer-1", None) is True
-        assert store.get_monitor("trainer-1") == full_monitor("trainer-1")
+        unmuted = full_monitor("trainer-1").model_copy(update={"muted_until": None})
+        assert store.get_monitor("trainer-1") == unmuted
 
     def test_mute_of_an_unknown_monitor_is_false(self, store: Store) -> None:
         assert store.mute_monitor("nobody", T0 + HOUR) is False

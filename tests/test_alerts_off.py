@@ -102,11 +102,12 @@ def test_report_and_watch_run_with_every_alert_off(tmp_path: Path) -> None:
     off = {name: "off" for name in VARIABLES}
     with world(tmp_path, start=now) as w:
         w.runpod.add_pod("podidle", name="idle-one", gpu_utils=[0], created_at=now - 500 * H)
-        report = cli(w, "report", "--json", extra_env=off)
-        assert report.returncode == 0, report.stderr
-        assert json.loads(report.stdout)["leaks"] == []
+        # The watch pass creates the state a read command like `report` needs.
         watch = cli(w, "watch", "--json", extra_env=off)
         assert watch.returncode == 0, watch.stderr
         assert json.loads(watch.stdout)["exit_code"] == 0
+        report = cli(w, "report", "--json", extra_env=off)
+        assert report.returncode == 0, report.stderr
+        assert json.loads(report.stdout)["leaks"] == []
         reap = cli(w, "reap", "--dry-run", "--json", extra_env=off)
         assert reap.returncode == 0, reap.stderr

@@ -1,7 +1,7 @@
 """`reaper serve`: the HTTP API and the schedules in one process, state in SQLite.
 
-uvicorn serves an ASGI adapter over `reaper.interfaces.http.handle` (the same core the Lambda adapter
-calls). Known pitfalls this module exists to avoid:
+uvicorn serves an ASGI adapter over `reaper.interfaces.http.handle` (the same core the Lambda
+adapter calls). Known pitfalls this module exists to avoid:
 - uvicorn's access log writes every request line — the ping key is in the path — so it is off,
   and each request is logged here as one line with the key replaced by `***`;
 - uvicorn 0.54 with several workers leaves TCP_NODELAY unset (≈44 ms per keep-alive request):
