@@ -185,25 +185,43 @@ def _mute_for(text: str) -> object:
 def _monitor_parser(commands: Any) -> None:
     monitor = commands.add_parser("monitor", help="monitors, one by one")
     actions = monitor.add_subparsers(dest="action", required=True, parser_class=_Parser)
+    host_help = "the monitor's host, as its pings name it"
+    json_help = "print one JSON object"
     listing = actions.add_parser("list", help="every monitor with its own settings")
-    listing.add_argument("--json", action="store_true")
+    listing.add_argument("--json", action="store_true", help=json_help)
     log_ = actions.add_parser("log", help="a monitor's last 100 events")
-    log_.add_argument("host")
-    log_.add_argument("--json", action="store_true")
+    log_.add_argument("host", help=host_help)
+    log_.add_argument("--json", action="store_true", help=json_help)
     for name, text in (
         ("pause", "never alert until resumed (a ping resumes it too)"),
         ("resume", "watch it again; silence counts from now"),
         ("unmute", "alert again at once"),
         ("delete", "remove the monitor and its ping log"),
     ):
-        actions.add_parser(name, help=text).add_argument("host")
+        actions.add_parser(name, help=text).add_argument("host", help=host_help)
     mute = actions.add_parser("mute", help="no alert until the time (its state is tracked)")
-    mute.add_argument("host")
-    mute.add_argument("--for", dest="duration", type=_mute_for, default=timedelta(days=1))
+    mute.add_argument("host", help=host_help)
+    mute.add_argument(
+        "--for",
+        dest="duration",
+        type=_mute_for,
+        default=timedelta(days=1),
+        help="how long, e.g. 2h or 3d (default 1d, at most 365d)",
+    )
     set_ = actions.add_parser("set", help="its own timeout and grace (creates it if missing)")
-    set_.add_argument("host")
-    set_.add_argument("--timeout", type=_monitor_setting("timeout"), metavar="10m")
-    set_.add_argument("--grace", type=_monitor_setting("grace"), metavar="2m")
+    set_.add_argument("host", help=host_help)
+    set_.add_argument(
+        "--timeout",
+        type=_monitor_setting("timeout"),
+        metavar="10m",
+        help="silence before it counts as late (1m-365d, or default: HEARTBEAT_TIMEOUT)",
+    )
+    set_.add_argument(
+        "--grace",
+        type=_monitor_setting("grace"),
+        metavar="2m",
+        help="more silence after the timeout before it is down (0-365d, or default: none)",
+    )
 
 
 def _run_monitor(args: argparse.Namespace, settings: Settings) -> int:
