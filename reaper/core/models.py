@@ -288,7 +288,9 @@ class Monitor(BaseModel):
 
 PhoneActionKind = Literal["keep", "terminate", "mute", "open"]
 # What a person can do to the fleet, from the phone, the status page or the command line.
-ActionKind = Literal["keep", "unkeep", "terminate", "mute", "open"]
+ActionKind = Literal[
+    "keep", "unkeep", "terminate", "mute", "unmute", "open", "set", "pause", "resume", "delete"
+]
 
 
 class PhoneAction(BaseModel):

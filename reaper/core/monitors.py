@@ -19,6 +19,7 @@ from datetime import UTC, datetime, timedelta
 
 from reaper.config import ConfigError, parse_duration
 from reaper.core.models import Monitor
+from reaper.core.units import humanize, iso
 
 # The ping log keeps this many events per monitor, and this much of each one's body.
 PING_LOG_KEPT = 100
@@ -96,6 +97,21 @@ class SettingsChange:
     paused: bool = False
     muted_until: datetime | None = None
     notified_at: datetime | None = None
+
+
+def describe_change(change: SettingsChange) -> str:
+    """The change as its audit record says it: "timeout 2h, grace default, paused"."""
+    parts = []
+    for name in ("timeout", "grace"):
+        if name in change.given:
+            value: timedelta | None = getattr(change, name)
+            parts.append(f"{name} {'default' if value is None else humanize(value)}")
+    if "paused" in change.given:
+        parts.append("paused" if change.paused else "resumed")
+    if "muted_until" in change.given:
+        until = change.muted_until
+        parts.append(f"muted until {iso(until)}" if until is not None else "unmuted")
+    return ", ".join(parts) or "nothing"
 
 
 def apply_change(monitor: Monitor, change: SettingsChange) -> Monitor:

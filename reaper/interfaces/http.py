@@ -40,7 +40,7 @@ from reaper.interfaces.views import (
 from reaper.interfaces.web import routes as web
 from reaper.interfaces.web.readmodel import read_view
 from reaper.passes import correlate
-from reaper.passes.monitors import change_monitor, delete_monitor
+from reaper.passes.monitors import Asker, change_monitor, delete_monitor
 from reaper.passes.ping import UNDELIVERED_ALERT, prune_retired, record_ping
 from reaper.store.base import Store
 
@@ -507,6 +507,8 @@ def _webhook_secret(app: App) -> str | None:
 
 # --- /monitors/<host>: one monitor, for the admin --------------------------------------------
 
+# Who a change through the admin API is recorded as: whoever holds the admin key.
+ADMIN_API = Asker(by="admin key", via="admin API")
 # A PUT body is a handful of fields.
 SETTINGS_LIMIT = 4 * 1024
 
@@ -520,7 +522,7 @@ async def _monitor(request: Request, app: App, params: Params) -> Response:
     if request.method == "PUT":
         return _put_monitor(request, app, host, now)
     if request.method == "DELETE":
-        if not delete_monitor(app.store, host):
+        if not delete_monitor(app.store, host, at=now, asker=ADMIN_API):
             return _text(404, f"no monitor {host}")
         return _json(200, {"deleted": host})
     monitor = app.store.get_monitor(host)
@@ -540,7 +542,7 @@ def _put_monitor(request: Request, app: App, host: str, now: datetime) -> Respon
         # BadSetting, or a body that is not JSON at all.
         line = str(exc) if isinstance(exc, BadSetting) else "the body is not a JSON object"
         return _text(400, line)
-    changed = change_monitor(app.settings, app.store, host, change)
+    changed = change_monitor(app.settings, app.store, host, change, ADMIN_API)
     if changed.monitor is None:
         return _text(403, changed.refused)
     events = app.store.monitor_log(host)
@@ -630,6 +632,10 @@ ROUTES: tuple[Route, ...] = (
     Route(("logout",), frozenset({"POST"}), _web(web.logout)),
     Route(("keep",), frozenset({"POST"}), _web(web.keep)),
     Route(("unkeep",), frozenset({"POST"}), _web(web.unkeep)),
+    Route(("pause",), frozenset({"POST"}), _web(web.pause)),
+    Route(("resume",), frozenset({"POST"}), _web(web.resume)),
+    Route(("mute",), frozenset({"POST"}), _web(web.mute)),
+    Route(("unmute",), frozenset({"POST"}), _web(web.unmute)),
 )
 
 

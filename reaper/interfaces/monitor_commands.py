@@ -17,7 +17,14 @@ from reaper.core.heartbeat import valid_host
 from reaper.core.monitors import SettingsChange
 from reaper.core.units import humanize, iso
 from reaper.interfaces import views
-from reaper.passes.monitors import change_monitor, delete_monitor
+from reaper.passes.keeping import command_line_user
+from reaper.passes.monitors import (
+    Asker,
+    change_monitor,
+    delete_monitor,
+    mute_monitor,
+    pause_monitor,
+)
 
 EXIT_OK = 0
 EXIT_ATTENTION = 1
@@ -27,6 +34,10 @@ def _checked(host: str) -> str:
     if not valid_host(host):
         raise ConfigError("<host>", "expected 1-100 of A-Z a-z 0-9 . _ - (not . or ..)")
     return host
+
+
+def _asker() -> Asker:
+    return Asker(by=command_line_user(), via="command line")
 
 
 def _missing(host: str) -> int:
@@ -97,7 +108,7 @@ def monitor_set(
     change = SettingsChange(at=now, given=frozenset(values), **values)  # type: ignore[arg-type]
     store = open_store(settings.state)
     try:
-        changed = change_monitor(settings, store, host, change)
+        changed = change_monitor(settings, store, host, change, _asker())
     finally:
         store.close()
     if changed.monitor is None:
@@ -121,7 +132,7 @@ def monitor_pause(
     now = (clock or SystemClock()).now()
     store = open_store(settings.state)
     try:
-        found = store.pause_monitor(host, paused, now)
+        found = pause_monitor(store, host, paused=paused, at=now, asker=_asker())
     finally:
         store.close()
     if not found:
@@ -144,7 +155,7 @@ def monitor_mute(
     until = None if duration is None else now + duration
     store = open_store(settings.state)
     try:
-        found = store.mute_monitor(host, until)
+        found = mute_monitor(store, host, until=until, at=now, asker=_asker())
     finally:
         store.close()
     if not found:
@@ -156,13 +167,14 @@ def monitor_mute(
     return EXIT_OK
 
 
-def monitor_delete(settings: Settings, host: str) -> int:
+def monitor_delete(settings: Settings, host: str, *, clock: Clock | None = None) -> int:
     from reaper.store import open_store
 
     host = _checked(host)
+    now = (clock or SystemClock()).now()
     store = open_store(settings.state)
     try:
-        found = delete_monitor(store, host)
+        found = delete_monitor(store, host, at=now, asker=_asker())
     finally:
         store.close()
     if not found:

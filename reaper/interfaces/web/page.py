@@ -12,6 +12,7 @@ from datetime import timedelta
 
 from reaper.config import Settings
 from reaper.core.models import Instance
+from reaper.core.monitors import down_after, muted
 from reaper.core.policy import Outlook
 from reaper.core.snapshot import daily_spend
 from reaper.core.units import HOURS_PER_MONTH, humanize, iso, money
@@ -197,31 +198,54 @@ def _other(view: FleetView) -> str:
     return f'{head}<ul class="rows">{rows}</ul></section>'
 
 
-def monitor_actions(dog: Watchdog, csrf: str) -> str:
-    """The buttons of a monitor row (mute, pause...): none yet; each is a POST form with
-    `csrf`, placed in the row's `.actions`."""
-    return ""
+# The mute lengths the page offers, as its form sends them.
+MUTE_FOR = {"1d": timedelta(days=1), "7d": timedelta(days=7)}
 
 
-def _watchdogs(view: FleetView, csrf: str) -> str:
+def monitor_actions(dog: Watchdog, view: FleetView, csrf: str) -> str:
+    """Pause or resume, mute for a day or unmute: each a POST form with `csrf`."""
+    m = dog.monitor
+    if m.status == "retired":
+        return ""
+    fields = {"host": m.host, "csrf": csrf}
+    buttons = [
+        post_button("/resume", "Resume", fields)
+        if m.paused
+        else post_button("/pause", "Pause", fields)
+    ]
+    if muted(m, view.now):
+        buttons.append(post_button("/unmute", "Unmute", fields))
+    elif not m.paused:
+        buttons.append(post_button("/mute", "Mute 1 day", {**fields, "for": "1d"}))
+    return "".join(buttons)
+
+
+def _monitor_line(dog: Watchdog, view: FleetView, settings: Settings) -> str:
+    m = dog.monitor
+    last = when(m.last_ping_at, view.now) if m.last_ping_at else "never"
+    down = f" · down since {when(m.down_since, view.now)}" if m.down_since else ""
+    after = humanize(down_after(m, settings.heartbeat_timeout))
+    mute = f" · muted until {when(m.muted_until, view.now)}" if muted(m, view.now) else ""
+    return f"last ping {last}{down} · down after {esc(after)} of silence{mute}"
+
+
+def _watchdogs(view: FleetView, settings: Settings, csrf: str) -> str:
     if not view.watchdogs:
         return _empty("monitors", "Watchdogs", "No monitor has pinged yet.")
-    order = {"down": 0, "late": 1, "new": 2, "up": 3}
+    order = {"down": 0, "late": 1, "new": 2, "up": 3, "paused": 4}
     rows = []
-    for dog in sorted(view.watchdogs, key=lambda d: (order.get(d.state, 4), d.monitor.host)):
+    for dog in sorted(view.watchdogs, key=lambda d: (order.get(d.state, 5), d.monitor.host)):
         m = dog.monitor
-        last = when(m.last_ping_at, view.now) if m.last_ping_at else "never"
-        down = f" · down since {when(m.down_since, view.now)}" if m.down_since else ""
         message = m.last_message[:MESSAGE_SHOWN] + (
             "…" if len(m.last_message) > MESSAGE_SHOWN else ""
         )
         msg = f'<pre class="msg">{esc(message)}</pre>' if message else ""
-        actions = monitor_actions(dog, csrf)
+        actions = monitor_actions(dog, view, csrf)
         rows.append(
             f'<li class="monitor" id="m-{esc(m.host)}" data-state="{esc(dog.state)}">'
             f'<span class="name">{esc(m.host)}</span>'
             f'<span class="badge {esc(dog.state)}">{esc(dog.state)}</span>'
-            f'<span class="line small dim">last ping {last}{down}</span>{msg}'
+            f'<span class="line small dim">{_monitor_line(dog, view, settings)}</span>{msg}'
             f'<span class="actions">{actions}</span></li>'
         )
     return (
@@ -320,7 +344,7 @@ def status_page(view: FleetView, settings: Settings, csrf: str) -> bytes:
             _running(view),
             _stopped(view, settings, csrf),
             _other(view),
-            _watchdogs(view, csrf),
+            _watchdogs(view, settings, csrf),
             _terminations(view),
             _balances(view),
             _spend(view),
@@ -331,4 +355,4 @@ def status_page(view: FleetView, settings: Settings, csrf: str) -> bytes:
     return document("reaper", body)
 
 
-__all__ = ["KEEP_CHOICES", "KEEP_FOR", "monitor_actions", "status_page"]
+__all__ = ["KEEP_CHOICES", "KEEP_FOR", "MUTE_FOR", "monitor_actions", "status_page"]

@@ -23,6 +23,7 @@ from reaper.core.models import (
     ReapRun,
     instance_key,
 )
+from reaper.core.monitors import down_after, heard_or_resumed
 from reaper.core.policy import Outlook, outlook
 from reaper.core.runway import runway_hours
 from reaper.core.snapshot import AccountSnapshot, Snapshot
@@ -39,8 +40,8 @@ BILLING_STATES = frozenset({"running", "starting"})
 
 @dataclass(frozen=True)
 class Watchdog:
-    """A monitor as the page shows it: `state` up, new, late (silent past the timeout but not
-    yet marked down by a watch pass), down or retired."""
+    """A monitor as the page shows it: `state` up, new, late (silent past its own timeout and
+    grace but not yet marked down by a watch pass), down, paused or retired."""
 
     monitor: Monitor
     state: str
@@ -107,9 +108,11 @@ def saved_per_month(record: AuditRecord) -> float | None:
 
 
 def _watchdog(monitor: Monitor, settings: Settings, now: datetime) -> Watchdog:
-    silent_for = now - (monitor.last_ping_at or monitor.created_at)
+    silent_for = now - heard_or_resumed(monitor)
     state: str = monitor.status
-    if state in ("new", "up") and silent_for >= settings.heartbeat_timeout:
+    if monitor.paused and state != "retired":
+        state = "paused"
+    elif state in ("new", "up") and silent_for >= down_after(monitor, settings.heartbeat_timeout):
         state = "late"
     return Watchdog(monitor=monitor, state=state, silent_for=silent_for)
 

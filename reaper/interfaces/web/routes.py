@@ -1,5 +1,6 @@
 """The status page's routes: `GET /`, `POST /login`, `GET|POST /login/<token>`, `POST /logout`,
-`POST /keep`, `POST /unkeep`. `reaper.interfaces.http` lists them in its route table; the same
+`POST /keep`, `POST /unkeep`, and a monitor's `POST /pause`, `/resume`, `/mute`, `/unmute`.
+`reaper.interfaces.http` lists them in its route table; the same
 core answers under `reaper serve` and on Lambda.
 
 Rules, in the order they are applied:
@@ -23,11 +24,12 @@ from urllib.parse import parse_qsl
 from reaper import log
 from reaper.clock import Clock
 from reaper.config import ConfigError
+from reaper.core.heartbeat import valid_host
 from reaper.core.models import instance_key
 from reaper.core.units import iso
 from reaper.interfaces.ratelimit import Rate, TokenBuckets, retry_after
 from reaper.interfaces.web.layout import HTML_HEADERS
-from reaper.interfaces.web.page import KEEP_FOR, status_page
+from reaper.interfaces.web.page import KEEP_FOR, MUTE_FOR, status_page
 from reaper.interfaces.web.readmodel import listed_instance, read_view
 from reaper.interfaces.web.session import (
     TOKEN_PATTERN,
@@ -42,6 +44,7 @@ from reaper.interfaces.web.session import (
 )
 from reaper.interfaces.web.signin import link_page, signin_page
 from reaper.passes import keeping
+from reaper.passes.monitors import Asker, mute_monitor, pause_monitor
 
 if TYPE_CHECKING:
     from reaper.interfaces.http import App, Request
@@ -283,6 +286,73 @@ async def unkeep(request: Request, app: App, params: Mapping[str, str]) -> Answe
     return _see_other(_anchor(key))
 
 
+# --- a monitor's buttons: pause, resume, mute, unmute ----------------------------------------
+
+PAGE = Asker(by=KEPT_BY, via=KEPT_BY)
+
+
+def _monitor_form(request: Request, app: App) -> tuple[str, dict[str, str], Answer | None]:
+    """The host a monitor button names (a valid host with a monitor), or the refusal."""
+    _s, form, refused = _authorised(request, app)
+    if refused is not None:
+        return "", form, refused
+    host = form.get("host", "")
+    if not valid_host(host):
+        return "", form, _line(400, "host: expected 1-100 of A-Z a-z 0-9 . _ - (not . or ..)")
+    return host, form, None
+
+
+def _monitor_done(host: str, found: bool) -> Answer:
+    if not found:
+        return _line(404, f"no monitor {host}: reload the page")
+    return _see_other("/#m-" + host)
+
+
+async def _pause(request: Request, app: App, *, paused: bool) -> Answer | None:
+    if not app.settings.admin_key:
+        return None
+    host, _form, refused = _monitor_form(request, app)
+    if refused is not None:
+        return refused
+    at = app.clock.now()
+    return _monitor_done(host, pause_monitor(app.store, host, paused=paused, at=at, asker=PAGE))
+
+
+async def pause(request: Request, app: App, params: Mapping[str, str]) -> Answer | None:
+    """As `reaper monitor pause`: it never alerts until resumed (a ping resumes it)."""
+    return await _pause(request, app, paused=True)
+
+
+async def resume(request: Request, app: App, params: Mapping[str, str]) -> Answer | None:
+    """As `reaper monitor resume`: its silence counts from now."""
+    return await _pause(request, app, paused=False)
+
+
+async def mute(request: Request, app: App, params: Mapping[str, str]) -> Answer | None:
+    """Mute a monitor for `for` (1d or 7d): its state is tracked, no alert goes out."""
+    if not app.settings.admin_key:
+        return None
+    host, form, refused = _monitor_form(request, app)
+    if refused is not None:
+        return refused
+    length = MUTE_FOR.get(form.get("for", ""))
+    if length is None:
+        return _line(400, "for: expected 1d or 7d")
+    at = app.clock.now()
+    found = mute_monitor(app.store, host, until=at + length, at=at, asker=PAGE)
+    return _monitor_done(host, found)
+
+
+async def unmute(request: Request, app: App, params: Mapping[str, str]) -> Answer | None:
+    if not app.settings.admin_key:
+        return None
+    host, _form, refused = _monitor_form(request, app)
+    if refused is not None:
+        return refused
+    found = mute_monitor(app.store, host, until=None, at=app.clock.now(), asker=PAGE)
+    return _monitor_done(host, found)
+
+
 __all__ = [
     "FORM_LIMIT",
     "KEPT_BY",
@@ -293,6 +363,10 @@ __all__ = [
     "login",
     "login_link",
     "logout",
+    "mute",
+    "pause",
     "read_form",
+    "resume",
     "unkeep",
+    "unmute",
 ]
