@@ -1,7 +1,8 @@
 """The status page in a real headless browser (Debian's Chromium through Selenium): sign in,
 see what bills and what goes when, the down monitor and the termination, keep a pod from the
-page, no sideways scroll on a phone, the cookie's flags, a POST without its CSRF token refused.
-Screenshots land in test-artifacts/ (see tests/browser_support.py)."""
+page, pause and mute a monitor, no sideways scroll on a phone, the cookie's flags, a POST
+without its CSRF token refused. Screenshots land in test-artifacts/ (see
+tests/browser_support.py)."""
 
 from __future__ import annotations
 
@@ -85,6 +86,24 @@ def test_keep_a_pod_from_the_page(browser: Any, demo_fleet: Fleet) -> None:
     item = browser.find_element(_by().ID, f"i-runpod-{f.stopped_id}")
     assert "Will be terminated" in item.text
     assert f"runpod:{f.stopped_id}" not in f.app.store.history().kept
+
+
+def test_pause_and_mute_a_monitor_from_the_page(browser: Any, demo_fleet: Fleet) -> None:
+    f = demo_fleet
+    sign_in(browser, f)
+    row = browser.find_element(_by().ID, "m-trainer-box")
+    submit(browser, row.find_element(_by().XPATH, ".//button[text()='Mute 1 day']"))
+    row = browser.find_element(_by().ID, "m-trainer-box")
+    assert "muted until" in row.text
+    submit(browser, row.find_element(_by().XPATH, ".//button[text()='Pause']"))
+    row = browser.find_element(_by().ID, "m-trainer-box")
+    assert row.get_attribute("data-state") == "paused"
+    stored = f.app.store.get_monitor("trainer-box")
+    assert stored is not None and stored.paused and stored.muted_until is not None
+    submit(browser, row.find_element(_by().XPATH, ".//button[text()='Resume']"))
+    row = browser.find_element(_by().ID, "m-trainer-box")
+    assert row.get_attribute("data-state") != "paused"
+    assert [a.kind for a in f.app.store.action_log()] == ["mute", "pause", "resume"]
 
 
 def test_no_horizontal_scroll_at_390_px(browser: Any, demo_fleet: Fleet) -> None:
