@@ -11,25 +11,37 @@ Bodies arrive as text or base64; the adapter keeps at most MAX_BODY + 1 bytes of
 all the core needs to answer 413. The `App` (settings, store, notifier, in-memory rate limits)
 lives as long as the warm container and is rebuilt when the settings change (a rotated secret).
 
-A ping only touches the store (and /alert the channels), so this module imports no provider
-client itself; bench/lambda.py measures what the import pulls in all the same (today
-`reaper.providers.base` runs `reaper/providers/__init__.py`, which imports both clients).
+A cold ping stays cheap (bench/lambda.py measures the import): a ping is a key check, a host
+check and one conditional write, so this module imports neither asyncio nor pydantic nor a
+channel or provider client. `respond` answers an ordinary ping at once; only an answer that
+must wait (an alert to send, another route's work) runs in an event loop, and the channels
+are built by the first alert this container sends.
 """
 
 from __future__ import annotations
 
-import asyncio
 import base64
 import binascii
-from collections.abc import Mapping
-from typing import Any
+from collections.abc import Awaitable, Mapping
+from typing import TYPE_CHECKING, Any
 from urllib.parse import unquote
 
 from handlers import runtime
 from reaper import log
 from reaper.clock import SystemClock
 from reaper.config import ConfigError, Settings
-from reaper.interfaces.http import MAX_BODY, REQUEST_CHANNEL_OPTIONS, App, Request, Response, handle
+from reaper.interfaces.http import (
+    MAX_BODY,
+    REQUEST_CHANNEL_OPTIONS,
+    App,
+    Request,
+    Response,
+    respond,
+)
+
+if TYPE_CHECKING:
+    from reaper.channels.base import Notifier
+    from reaper.core.models import Alert, Delivery
 
 FUNCTION = "http"
 
@@ -116,19 +128,33 @@ def to_result(response: Response) -> dict[str, Any]:
         }
 
 
+class _ChannelsOnFirstAlert:
+    """The container's channels, built when its first alert is sent: most containers only
+    ever answer pings, which alert nobody."""
+
+    def __init__(self, settings: Settings) -> None:
+        self._settings = settings
+        self._notifier: Notifier | None = None
+
+    async def send(self, alert: Alert) -> list[Delivery]:
+        if self._notifier is None:
+            from reaper.channels.fanout import make_notifier
+
+            # Channels that give up in time: the function's timeout is 10 s (serverless.yml).
+            self._notifier = make_notifier(self._settings, options=REQUEST_CHANNEL_OPTIONS)
+        return await self._notifier.send(alert)
+
+
 def app_for(settings: Settings) -> App:
     """The container's App, rebuilt only when the settings changed."""
     global _app
     if _app is None or _app.settings != settings:
-        from reaper.channels.fanout import channels_configured, make_notifier
-
-        # Channels that give up in time: the function's timeout is 10 s (serverless.yml).
         _app = App(
             settings,
             runtime.store(settings),
-            make_notifier(settings, options=REQUEST_CHANNEL_OPTIONS),
+            _ChannelsOnFirstAlert(settings),
             SystemClock(),
-            channels=channels_configured(settings),
+            channels=[c.channel for c in settings.channels],
         )
     return _app
 
@@ -152,4 +178,13 @@ def handler(event: object, context: object = None) -> dict[str, Any]:
     except ConfigError as error:
         runtime.config_error(FUNCTION, error)
         return _text(503, "service not configured; see the function's log")
-    return to_result(asyncio.run(handle(request, app_for(settings))))
+    answer = respond(request, app_for(settings))
+    if not isinstance(answer, Response):
+        import asyncio
+
+        answer = asyncio.run(_awaited(answer))
+    return to_result(answer)
+
+
+async def _awaited(answer: Awaitable[Response]) -> Response:
+    return await answer

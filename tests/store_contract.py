@@ -513,7 +513,7 @@ class StoreContract:
         stored = store.get_monitor("trainer-1")
         assert stored == monitor
         assert stored is not None
-        for name, value in monitor:
+        for name, value in vars(monitor).items():
             assert getattr(stored, name) == value, name
             if isinstance(value, datetime):
                 assert_utc(getattr(stored, name))

@@ -19,7 +19,6 @@ from reaper.channels.base import Notifier
 from reaper.config import Settings
 from reaper.core.models import Alert, Delivery
 from reaper.interfaces.http import (
-    ALERT_LIMIT,
     REQUEST_CHANNEL_OPTIONS,
     REQUEST_SEND_BUDGET,
     App,
@@ -27,6 +26,7 @@ from reaper.interfaces.http import (
     Response,
     handle,
 )
+from reaper.interfaces.routes import ALERT_LIMIT
 from reaper.passes.watch import UNDELIVERED_ALERT
 from reaper.store.sqlite import SQLiteStore
 from tests.heartbeat_support import KEY, WIDE, FailingNotifier, Served, make_settings, served

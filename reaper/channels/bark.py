@@ -17,12 +17,14 @@ from __future__ import annotations
 import hashlib
 import json
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 from urllib.parse import unquote, urlsplit, urlunsplit
 
 from reaper.channels.base import ActionSlots, Channel, ChannelPlugin, ChannelRequest, Verdict
 from reaper.config import ChannelSettings, ConfigError, Env, SettingsReader, parse_url
-from reaper.core.models import Alert, AlertLevel
+
+if TYPE_CHECKING:  # pydantic models: reading the settings must not import them
+    from reaper.core.models import Alert, AlertLevel
 
 GROUP = "reaper"
 LEVELS: dict[AlertLevel, str] = {

@@ -8,19 +8,20 @@ variables; `registry.CHANNELS` names them, imported on first use.
 
 from __future__ import annotations
 
-import asyncio
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Literal, Protocol
 
 from reaper import log
-from reaper.core.models import Alert, Delivery
 
-if TYPE_CHECKING:
+if TYPE_CHECKING:  # pydantic models and asyncio: a cold ping imports neither
     from reaper.config import ChannelSettings
+    from reaper.core.models import Alert, Delivery
 
 
 def _real_sleep(seconds: float) -> Awaitable[None]:
+    import asyncio
+
     return asyncio.sleep(seconds)
 
 
@@ -123,6 +124,8 @@ class LogNotifier:
             title=alert.title,
             body=alert.body,
         )
+        from reaper.core.models import Delivery
+
         return [Delivery(channel="log", ok=True)]
 
 

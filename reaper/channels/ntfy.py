@@ -21,12 +21,14 @@ from __future__ import annotations
 
 import base64
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 from urllib.parse import unquote, urlsplit, urlunsplit
 
 from reaper.channels.base import ActionSlots, Channel, ChannelPlugin, ChannelRequest, Verdict
 from reaper.config import ChannelSettings, ConfigError, Env, SettingsReader, parse_url
-from reaper.core.models import Alert, AlertLevel, PhoneAction
+
+if TYPE_CHECKING:  # pydantic models: reading the settings must not import them
+    from reaper.core.models import Alert, AlertLevel, PhoneAction
 
 PRIORITIES: dict[AlertLevel, int] = {"info": 3, "warning": 4, "critical": 5}
 TAGS: dict[AlertLevel, str] = {

@@ -20,11 +20,13 @@ from __future__ import annotations
 import html
 import re
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from reaper.channels.base import ActionSlots, Channel, ChannelPlugin, ChannelRequest, Verdict
 from reaper.config import ChannelSettings, ConfigError, Env, SettingsReader, parse_url
-from reaper.core.models import Alert, AlertLevel, PhoneAction
+
+if TYPE_CHECKING:  # pydantic models: reading the settings must not import them
+    from reaper.core.models import Alert, AlertLevel, PhoneAction
 
 MESSAGE_LIMIT = 4096
 MAX_PARTS = 5

@@ -30,12 +30,14 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 from datetime import datetime
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
-from reaper.core import messages
-from reaper.core.models import Alert, Monitor, PingEvent
 from reaper.core.monitors import log_body, muted, notified_just_now
+from reaper.core.records import Monitor, PingEvent
 from reaper.core.units import iso
+
+if TYPE_CHECKING:
+    from reaper.core.models import Alert
 
 PingKind = Literal["ping", "start", "fail", "exit", "bye", "log"]
 
@@ -60,20 +62,19 @@ class Ping:
 
 
 @dataclass(frozen=True)
-class PingOutcome:
-    accepted: bool
-    # Why a ping was refused (the monitor cap), one line for the HTTP answer.
-    reason: str = ""
-    monitor: Monitor | None = None
-    alert: Alert | None = None
-
-
-@dataclass(frozen=True)
 class Transition:
     monitor: Monitor
     alert: Alert | None = None
     # What the ping log records of this ping.
     event: PingEvent | None = None
+
+
+def _messages() -> Any:
+    """The alert texts (and the pydantic models they build), imported by the first ping that
+    alerts: an ordinary ping never needs them, and a cold one should not pay for them."""
+    from reaper.core import messages
+
+    return messages
 
 
 def failing(ping: Ping) -> bool:
@@ -82,8 +83,7 @@ def failing(ping: Ping) -> bool:
 
 
 def event_of(ping: Ping, seq: int, now: datetime, note: str = "") -> PingEvent:
-    """Built without validation: every value comes from a validated ping (on every ping)."""
-    return PingEvent.model_construct(
+    return PingEvent(
         seq=seq,
         at=now,
         kind=ping.kind,
@@ -115,8 +115,8 @@ def apply_ping(current: Monitor | None, ping: Ping, now: datetime, *, guarded: b
         if not guarded:
             # A name someone typed: say it once, so that a typo is seen. A provider host is
             # the kit's own spelling of its instance, cross-checked with the provider.
-            created = messages.monitor_created(ping.host)
-            alert = created if alert is None else messages.with_note(alert, created.title + ".")
+            created = _messages().monitor_created(ping.host)
+            alert = created if alert is None else _messages().with_note(alert, created.title + ".")
     elif alert is not None and failing(ping) and notified_just_now(current, now):
         # run.sh's notify said it a moment ago: one alert per failure.
         note = "alert already sent by the instance's notify"
@@ -161,7 +161,7 @@ def _apply(current: Monitor | None, ping: Ping, now: datetime, *, guarded: bool)
         changes["last_alert_at"] = now
         message = ping.message if ping.message is not None else base.last_message
         exit_status = ping.exit_status if ping.kind == "exit" else None
-        failed = messages.monitor_failed(ping.host, exit_status, message)
+        failed = _messages().monitor_failed(ping.host, exit_status, message)
         return Transition(base.model_copy(update=changes), failed)
 
     if ping.kind == "bye" and not guarded:
@@ -194,5 +194,5 @@ def _apply(current: Monitor | None, ping: Ping, now: datetime, *, guarded: bool)
     changes["last_alert_at"] = now
     downtime = now - (current.down_since or now)
     return Transition(
-        base.model_copy(update=changes), messages.monitor_recovered(ping.host, downtime)
+        base.model_copy(update=changes), _messages().monitor_recovered(ping.host, downtime)
     )

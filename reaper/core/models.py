@@ -3,7 +3,9 @@
 Providers normalise their answers into `Instance`; the policy turns instances plus `History`
 into `Decision`s; the store keeps `History`, `AuditRecord`s and `Monitor`s; every alert is an
 `Alert`. Keeping them in one module is what lets the policy stay pure and testable: it sees
-only these values, never a client or a database.
+only these values, never a client or a database. `Monitor` and `PingEvent`, the records a ping
+reads and writes, are plain dataclasses in `reaper.core.records` (a cold ping imports no
+pydantic) and are named here too.
 """
 
 from __future__ import annotations
@@ -12,6 +14,11 @@ from datetime import datetime, timedelta
 from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field
+
+from reaper.core.records import Monitor as Monitor
+from reaper.core.records import MonitorStatus as MonitorStatus
+from reaper.core.records import PingEvent as PingEvent
+from reaper.core.records import PingEventKind as PingEventKind
 
 # A provider's registered name; which names exist is the providers' registry's
 # business, not the core's.
@@ -236,54 +243,6 @@ class ReapRun(BaseModel):
     exit_code: int
 
 
-MonitorStatus = Literal["new", "up", "down", "retired"]
-
-
-class Monitor(BaseModel):
-    """A heartbeat monitor: one host pinging `/ping/<key>/<host>`."""
-
-    model_config = ConfigDict(frozen=True, defer_build=True)
-
-    host: str
-    status: MonitorStatus = "new"
-    created_at: datetime
-    last_ping_at: datetime | None = None
-    last_ping_kind: Literal["ping", "start", "fail", "exit", "bye"] | None = None
-    last_exit_status: int | None = None
-    last_message: str = ""
-    # A `/start` not yet followed by a ping, a `/fail` or an exit status.
-    job_started_at: datetime | None = None
-    down_since: datetime | None = None
-    last_alert_at: datetime | None = None
-    bye_at: datetime | None = None
-    # Set once the "instance stopped, the reaper takes over" note went out for this outage.
-    stopped_noted: bool = False
-    # When a complete listing first failed to show this provider host's instance: it retires as
-    # gone only when a second complete listing, a watch period later, misses it too.
-    absent_since: datetime | None = None
-
-    # --- its own settings, pause, mute and the ping log --------------------------------------
-    # Silence before it is down: `timeout` (None: HEARTBEAT_TIMEOUT) + `grace` (None: none),
-    # Healthchecks' "period" and "grace".
-    timeout: timedelta | None = None
-    grace: timedelta | None = None
-    # Paused: never alerts, and is not watched; any later ping resumes it.
-    paused: bool = False
-    # When it was last resumed (by `reaper monitor resume` or the admin API): silence counts
-    # from then, so that a monitor paused for a week does not alert the minute it resumes.
-    resumed_at: datetime | None = None
-    # Muted (from the phone, `reaper monitor`, the admin API) until then: its state is tracked,
-    # but no alert about it goes out.
-    muted_until: datetime | None = None
-    # An alert a mute held back while the monitor is down: said once when the mute ends.
-    alert_held: bool = False
-    # How many events its ping log has taken: event n is kept in slot n % PING_LOG_KEPT.
-    events: int = 0
-    # When a notify naming this host (`<host>: ...` to /alert) reached a channel, with no ping
-    # since: a failure ping just after it sends no second alert (one alert per failure).
-    notified_at: datetime | None = None
-
-
 # --- actions from the phone ---------------------------------------------------------------
 
 PhoneActionKind = Literal["keep", "terminate", "mute", "open"]
@@ -375,26 +334,6 @@ class TerminationRequest(BaseModel):
     by: str
     mode: Literal["enforce", "observe"]
     expires_at: datetime
-
-
-PingEventKind = Literal["ping", "start", "fail", "exit", "bye", "log"]
-
-
-class PingEvent(BaseModel):
-    """One entry of a monitor's ping log (its last 100 are kept): what arrived, when, from
-    where, and what it did when that is not the obvious (an alert held or already sent)."""
-
-    model_config = ConfigDict(frozen=True, defer_build=True)
-
-    # The monitor's event number, from 1.
-    seq: int
-    at: datetime
-    kind: PingEventKind
-    exit_status: int | None = None
-    # The first 1 KB of the body (or of `?msg=`).
-    body: str = ""
-    client: str = ""
-    note: str = ""
 
 
 class Alert(BaseModel):

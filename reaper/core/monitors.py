@@ -18,7 +18,7 @@ from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 
 from reaper.config import ConfigError, parse_duration
-from reaper.core.models import Monitor
+from reaper.core.records import Monitor
 from reaper.core.units import humanize, iso
 
 # The ping log keeps this many events per monitor, and this much of each one's body.

@@ -1,63 +1,50 @@
 """The one request-handling core of the HTTP API, for `reaper serve` and the Lambda adapter.
 
-Both adapters turn their request into a `Request` and call `handle`; every rule of the
-contract lives here once. The rules that matter most come from the threat model: a wrong key
-answers exactly like an unknown route (a stranger learns nothing, not even that /ping exists),
-bodies and rates are capped before anything touches the store, and no request ever gets a 500
-for what it sent — only a genuine bug does, with a generic body and a log line without the key.
+Both adapters turn their request into a `Request` and call `respond` (or `handle`, its
+awaitable form); every rule of the contract lives here once. The rules that matter most come
+from the threat model: a wrong key answers exactly like an unknown route (a stranger learns
+nothing, not even that /ping exists), bodies and rates are capped before anything touches the
+store, and no request ever gets a 500 for what it sent — only a genuine bug does, with a
+generic body and a log line without the key.
+
+A cold ping stays cheap: this module imports what `/healthz` and `/ping` need and no more. The
+other routes live in `reaper.interfaces.routes`, which the route table names by import path
+and the first request for one imports; and a ping without an alert is answered with no event
+loop at all (`respond` returns its `Response`; only what must wait — an alert to send, a
+provider to ask — comes back as an awaitable).
 """
 
 from __future__ import annotations
 
-import asyncio
 import codecs
 import hmac
 import json
 import traceback
 from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass, field
-from datetime import datetime, timedelta
+from importlib import import_module
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
 from urllib.parse import parse_qs
 
 from reaper import log
-from reaper.channels.base import ChannelOptions, Notifier
+from reaper.channels.base import ChannelOptions
 from reaper.clock import Clock
 from reaper.config import Settings
-from reaper.core import messages
 from reaper.core.heartbeat import Ping, PingKind, valid_host
-from reaper.core.models import Alert, AlertLevel, Delivery
-from reaper.core.monitors import BadSetting, parse_change
 from reaper.interfaces.ratelimit import Rate, TokenBuckets, retry_after
-from reaper.interfaces.views import (
-    RECENT_ACTIONS,
-    fleet_view_json,
-    monitor_detail_json,
-    recent_actions,
-    status_json,
-)
-from reaper.interfaces.web import routes as web
-from reaper.interfaces.web.readmodel import read_view
-from reaper.passes import correlate
-from reaper.passes.monitors import Asker, change_monitor, delete_monitor
-from reaper.passes.ping import UNDELIVERED_ALERT, prune_retired, record_ping
+from reaper.passes.ping import PingOutcome, place_ping, prune_retired, send_ping_alert
 from reaper.store.base import Store
 
 if TYPE_CHECKING:
-    from reaper.passes.act import ActContext
+    from reaper.channels.base import Notifier
+    from reaper.core.models import Alert, Delivery
     from reaper.providers.http import HttpOptions
 
 # A ping body up to this is kept whole as the monitor's last message; longer is cut to it.
 MESSAGE_LIMIT = 10 * 1024
 # Any body over this answers 413; adapters stop reading one byte past it.
 MAX_BODY = 1024 * 1024
-# The /alert body limit.
-ALERT_LIMIT = 16 * 1024
-# A repeated identical /alert within this window is answered as deduplicated.
-ALERT_DEDUP_WINDOW = timedelta(minutes=1)
-_LEVELS: tuple[AlertLevel, ...] = ("info", "warning", "critical")
-
 # The alert channels of a request (/alert, and the alert of a /fail ping) on Lambda and under
 # `reaper serve` alike: at most 4 s, under the kit's 5 s curl timeout so that the instance
 # hears the real answer, and well under the HTTP function's 10 s (serverless.yml), where a
@@ -70,9 +57,6 @@ REQUEST_CHANNEL_OPTIONS = ChannelOptions(
 # above REQUEST_CHANNEL_OPTIONS.deadline (which keeps the result per channel) and below the
 # Lambda's 10 s, cold start included.
 REQUEST_SEND_BUDGET = 6.0
-# Longer than any request lives (Lambda: 10 s): a send still marked as running after this
-# was killed before it could say how it went.
-_SEND_LIFETIME = timedelta(seconds=15)
 
 
 @dataclass(frozen=True)
@@ -166,6 +150,10 @@ class _Budgeted:
         self._budget = budget
 
     async def send(self, alert: Alert) -> list[Delivery]:
+        import asyncio
+
+        from reaper.core.models import Delivery
+
         try:
             async with asyncio.timeout(self._budget):
                 return await self._inner.send(alert)
@@ -178,7 +166,7 @@ class _Budgeted:
 # --- answers ------------------------------------------------------------------------------
 
 
-def _text(status: int, line: str, headers: dict[str, str] | None = None) -> Response:
+def text_response(status: int, line: str, headers: dict[str, str] | None = None) -> Response:
     return Response(
         status,
         (line + "\n").encode(),
@@ -186,7 +174,7 @@ def _text(status: int, line: str, headers: dict[str, str] | None = None) -> Resp
     )
 
 
-def _json(status: int, data: dict[str, Any]) -> Response:
+def json_response(status: int, data: dict[str, Any]) -> Response:
     return Response(
         status,
         json.dumps(data, ensure_ascii=False).encode(),
@@ -195,19 +183,19 @@ def _json(status: int, data: dict[str, Any]) -> Response:
 
 
 # One constant: a wrong key must be byte-for-byte the unknown route.
-NOT_FOUND = _text(404, "Not Found")
+NOT_FOUND = text_response(404, "Not Found")
 
 
 def _method_not_allowed(allowed: str) -> Response:
-    return _text(405, "Method Not Allowed", {"allow": allowed})
+    return text_response(405, "Method Not Allowed", {"allow": allowed})
 
 
-def _too_large(limit: int) -> Response:
-    return _text(413, f"request body too large (limit {limit // 1024} KB)")
+def too_large(limit: int) -> Response:
+    return text_response(413, f"request body too large (limit {limit // 1024} KB)")
 
 
-def _rate_limited(wait: float, what: str) -> Response:
-    return _text(
+def rate_limited(wait: float, what: str) -> Response:
+    return text_response(
         429, f"too many requests ({what}); retry later", {"retry-after": retry_after(wait)}
     )
 
@@ -269,7 +257,7 @@ def _message(body: bytes) -> str:
 # --- routes -------------------------------------------------------------------------------
 
 
-_INVALID_HOST = "invalid host: expected 1-100 of A-Z a-z 0-9 . _ - (not . or ..)"
+INVALID_HOST = "invalid host: expected 1-100 of A-Z a-z 0-9 . _ - (not . or ..)"
 
 
 class BadQuery(ValueError):
@@ -302,21 +290,22 @@ def push_query(query: str, suffix: str | None) -> tuple[PingKind | None, str | N
     raise BadQuery('status= expected "up" or "down"')
 
 
-async def _ping(request: Request, app: App, params: Params) -> Response:
+def _ping(request: Request, app: App, params: Params) -> Answer:
+    """At once when the ping alerts nobody (nearly every ping); else after its alert went."""
     host, suffix = params["host"], params.get("suffix")
     route = _ping_kind(suffix)
     assert route is not None  # the route table matched only a valid suffix
     if not valid_host(host):
-        return _text(400, _INVALID_HOST)
+        return text_response(400, INVALID_HOST)
     if len(request.body) > MAX_BODY:
-        return _too_large(MAX_BODY)
+        return too_large(MAX_BODY)
     try:
         asked, query_message = push_query(request.query, suffix)
     except BadQuery as exc:
-        return _text(400, str(exc))
+        return text_response(400, str(exc))
     wait = app.per_host.take(host)
     if wait:
-        return _rate_limited(wait, "this host")
+        return rate_limited(wait, "this host")
     kind, exit_status = route
     kind = asked or kind
     message = _message(request.body) if request.method == "POST" and request.body else None
@@ -325,177 +314,29 @@ async def _ping(request: Request, app: App, params: Params) -> Response:
     ping = Ping(
         host=host, kind=kind, exit_status=exit_status, message=message, client=request.client
     )
-    outcome = await record_ping(app.settings, app.store, app.notifier, app.clock, ping)
+    outcome = place_ping(app.settings, app.store, app.clock, ping)
+    if outcome.alert is not None:
+        return _alerting(app, ping, outcome, outcome.alert)
+    return _pinged(app, outcome)
+
+
+def _pinged(app: App, outcome: PingOutcome) -> Response:
     if not outcome.accepted:
-        return _text(404 if outcome.missing else 403, outcome.reason)
+        return text_response(404 if outcome.missing else 403, outcome.reason)
     if outcome.monitor is not None and outcome.monitor.status == "retired":
         app.note_retired()
-    return _text(200, "OK")
+    return text_response(200, "OK")
 
 
-class BadAlert(ValueError):
-    """One line saying what is wrong with an /alert body."""
+async def _alerting(app: App, ping: Ping, outcome: PingOutcome, alert: Alert) -> Response:
+    """The answer of a ping that alerts: after its alert went (or gave up), so that the kit's
+    `/fail` hears whether anyone was told."""
+    await send_ping_alert(app.store, app.notifier, app.clock, ping, alert)
+    return _pinged(app, outcome)
 
 
-def _str_field(data: dict[str, Any], name: str, required: bool) -> str:
-    value = data.get(name)
-    if value is None and not required:
-        return ""
-    if not isinstance(value, str) or (required and not value.strip()):
-        raise BadAlert(f'"{name}" must be a non-empty string')
-    return value
-
-
-def _from_json(data: object) -> Alert:
-    if not isinstance(data, dict):
-        raise BadAlert('expected a JSON object like {"text": "..."}')
-    level = data.get("level", "warning")
-    if level not in _LEVELS:
-        raise BadAlert('"level" must be "info", "warning" or "critical"')
-    if "text" in data and "title" in data:
-        raise BadAlert('send "text", or "title" and "body", not both')
-    if "title" in data:
-        title, body = _str_field(data, "title", True), _str_field(data, "body", False)
-        return messages.webhook(title=title, body=body, level=level)
-    if "text" not in data:
-        raise BadAlert('expected "text", or "title" and "body"')
-    return messages.webhook(_str_field(data, "text", True), level=level)
-
-
-def parse_alert(request: Request) -> Alert:
-    """An /alert body as an `Alert`: JSON (also when sent as curl's default form type, since
-    scripts often forget the header) or plain text."""
-    try:
-        text = request.body.decode("utf-8")
-    except UnicodeDecodeError:
-        raise BadAlert("the body is not valid UTF-8") from None
-    content_type = request.headers.get("content-type", "").split(";")[0].strip().lower()
-    as_json = "json" in content_type or (
-        content_type != "text/plain" and text.lstrip().startswith("{")
-    )
-    if not as_json:
-        if not text.strip():
-            raise BadAlert("the alert text is empty")
-        return messages.webhook(text)
-    try:
-        data = json.loads(text)
-    except (ValueError, RecursionError):  # RecursionError: a body of 16 KB of "[[[["
-        raise BadAlert("the body is not valid JSON") from None
-    return _from_json(data)
-
-
-async def _alert(request: Request, app: App, params: Params) -> Response:
-    if len(request.body) > ALERT_LIMIT:
-        return _too_large(ALERT_LIMIT)
-    try:
-        alert = parse_alert(request)
-    except ValueError as exc:  # BadAlert, or webhook() finding nothing to send
-        return _text(400, str(exc))
-    if not app.channels:
-        return _text(503, f"no alert channel is configured (set {app.settings.channel_hint})")
-    wait = app.alerts.take("all")
-    if wait:
-        return _rate_limited(wait, "alerts")
-    # webhook() keys the alert by a hash of its level, title and body.
-    key = alert.dedup_key
-    now = app.clock.now()
-    host = correlate.notify_host(alert, app.store)
-    if host is not None and correlate.failure_alerted_just_now(app.store, host, now):
-        # The monitor's failure alert said it a moment ago: one alert per failure.
-        log.event("alert_delivery", result="skipped", alert_event=alert.event, host=host)
-        return _json(200, {"deduplicated": True, "already_alerted": f"{host} failed"})
-    if not _take_alert(app, key, now):
-        return _json(200, {"deduplicated": True})
-    deliveries = await app.notifier.send(alert)
-    results = [
-        {"channel": d.channel, "ok": d.ok, "detail": log.redact(d.detail)} for d in deliveries
-    ]
-    delivered = any(d.ok for d in deliveries)
-    mark = UNDELIVERED_ALERT + key
-    if delivered and host is not None:
-        correlate.notified(app.store, host, app.clock.now())
-    if delivered:
-        app.store.close_episode(mark)
-    else:
-        app.store.mark_episode_alerted(mark, app.clock.now())  # "alerted" here: failed at
-    return _json(200 if delivered else 502, {"delivered": delivered, "channels": results})
-
-
-def _take_alert(app: App, key: str, now: datetime) -> bool:
-    """True if this request is the one to send the alert; False for a duplicate.
-
-    The claim in the store makes a repeat within a minute a duplicate, and a claim cannot be
-    undone; so while it is sent the alert also carries a mark in the store (an episode): open
-    while sending, closed once a channel took it, stamped when every channel failed. A repeat
-    that finds the mark of a failed send — or of a send older than any request lives, killed
-    before it could say how it went (Lambda's timeout) — takes it over and sends again; only
-    one repeat can take it. A repeat while the first is still being sent is a duplicate.
-    """
-    mark = UNDELIVERED_ALERT + key
-    if app.store.claim_alert(key, now, ALERT_DEDUP_WINDOW):
-        app.store.close_episode(mark)  # a mark left from an earlier window says nothing now
-    elif not _take_failed(app, mark, now):
-        return False
-    app.store.open_episode(mark, now)
-    return True
-
-
-def _take_failed(app: App, mark: str, now: datetime) -> bool:
-    for episode in app.store.open_episodes(mark):
-        if episode.key == mark:
-            sending = episode.alerted_at is None and now - episode.opened_at < _SEND_LIFETIME
-            return not sending and app.store.close_episode(mark) is not None
-    return False
-
-
-async def _status(request: Request, app: App, params: Params) -> Response:
-    store, now = app.store, app.clock.now()
-    data = status_json(
-        app.settings,
-        store.list_monitors(),
-        store.last_reap(),
-        store.history(),
-        now,
-        store.listings(),
-        actions=recent_actions(store.action_log(since=now - RECENT_ACTIONS)),
-    )
-    # The status page's data by name (names, costs, deadlines, runway, snapshots).
-    data |= fleet_view_json(read_view(store, app.settings, now))
-    return _json(200, data)
-
-
-async def _healthz(request: Request, app: App, params: Params) -> Response:
-    return _json(200, {"ok": True})
-
-
-# --- actions from the phone ---------------------------------------------------------------
-
-
-def act_context(app: App) -> ActContext:
-    """What an action from the phone needs, from the process's App."""
-    from reaper.passes.act import ActContext
-
-    return ActContext(app.settings, app.store, app.notifier, app.clock, http=app.act_http)
-
-
-async def _act(request: Request, app: App, params: Params) -> Response:
-    """`/act/<token>`: the page (GET) and the action (POST); see `reaper.interfaces.web.act`."""
-    from reaper.interfaces.web.act import answer_act
-
-    page = await answer_act(
-        request.method, params["token"], request.headers, request.body, act_context(app)
-    )
-    return Response(page.status, page.body, page.headers)
-
-
-async def _telegram(request: Request, app: App, params: Params) -> Response:
-    """`POST /telegram/<secret>`: a Telegram update (its secrets checked by the route key)."""
-    from reaper.interfaces.presses import answer_webhook
-
-    if len(request.body) > MAX_BODY:
-        return _too_large(MAX_BODY)
-    status, line = await answer_webhook(request.body, act_context(app))
-    return _text(status, line)
+def _healthz(request: Request, app: App, params: Params) -> Answer:
+    return json_response(200, {"ok": True})
 
 
 def _webhook_secret(app: App) -> str | None:
@@ -505,56 +346,13 @@ def _webhook_secret(app: App) -> str | None:
     return telegram.webhook_secret if isinstance(telegram, TelegramSettings) else None
 
 
-# --- /monitors/<host>: one monitor, for the admin --------------------------------------------
-
-# Who a change through the admin API is recorded as: whoever holds the admin key.
-ADMIN_API = Asker(by="admin key", via="admin API")
-# A PUT body is a handful of fields.
-SETTINGS_LIMIT = 4 * 1024
-
-
-async def _monitor(request: Request, app: App, params: Params) -> Response:
-    """GET: the monitor and its ping log; PUT: its settings (created if missing); DELETE."""
-    host = params["host"]
-    if not valid_host(host):
-        return _text(400, _INVALID_HOST)
-    now = app.clock.now()
-    if request.method == "PUT":
-        return _put_monitor(request, app, host, now)
-    if request.method == "DELETE":
-        if not delete_monitor(app.store, host, at=now, asker=ADMIN_API):
-            return _text(404, f"no monitor {host}")
-        return _json(200, {"deleted": host})
-    monitor = app.store.get_monitor(host)
-    if monitor is None:
-        return _text(404, f"no monitor {host}")
-    events = app.store.monitor_log(host)
-    return _json(200, monitor_detail_json(monitor, events, app.settings, now))
-
-
-def _put_monitor(request: Request, app: App, host: str, now: datetime) -> Response:
-    if len(request.body) > SETTINGS_LIMIT:
-        return _too_large(SETTINGS_LIMIT)
-    try:
-        data = json.loads(request.body.decode("utf-8"))
-        change = parse_change(data, now)
-    except (UnicodeDecodeError, ValueError, RecursionError) as exc:
-        # BadSetting, or a body that is not JSON at all.
-        line = str(exc) if isinstance(exc, BadSetting) else "the body is not a JSON object"
-        return _text(400, line)
-    changed = change_monitor(app.settings, app.store, host, change, ADMIN_API)
-    if changed.monitor is None:
-        return _text(403, changed.refused)
-    events = app.store.monitor_log(host)
-    body = monitor_detail_json(changed.monitor, events, app.settings, now)
-    return _json(200, {**body, "created": changed.created})
-
-
 # Answers a request without the right key gets; only these spend the per-client budget.
 _KEYLESS = frozenset({401, 404})
 
 Params = dict[str, str]
-RouteHandler = Callable[[Request, App, Params], Awaitable[Response]]
+# What a route answers: its Response at once, or an awaitable of it when it must wait.
+Answer = Response | Awaitable[Response]
+RouteHandler = Callable[[Request, App, Params], Answer]
 GET_HEAD = frozenset({"GET", "HEAD"})
 
 
@@ -576,13 +374,21 @@ class Route:
     "admin" — `Authorization: Bearer <REAPER_ADMIN_KEY>` (unset → the unknown route; wrong →
     401); "telegram" — the `secret` segment and the `X-Telegram-Bot-Api-Secret-Token` header
     must both be TELEGRAM_WEBHOOK_SECRET (unset or wrong → the unknown route). Then the method
-    (405 with `Allow`), then the handler.
+    (405 with `Allow`), then the handler: a function, or the import path of one
+    ("module:name", imported by the first request that needs it).
     """
 
     path: tuple[str | Segment, ...]
     methods: frozenset[str]
-    handler: RouteHandler
+    handler: RouteHandler | str
     key: Literal["ping", "admin", "telegram"] | None = None
+
+    def handler_function(self) -> RouteHandler:
+        if not isinstance(self.handler, str):
+            return self.handler
+        module, _, name = self.handler.partition(":")
+        found: RouteHandler = getattr(import_module(module), name)
+        return found
 
     def match(self, parts: list[str]) -> Params | None:
         if len(parts) != len(self.path):
@@ -598,44 +404,39 @@ class Route:
         return params
 
 
-def _web(handler: Callable[[Request, App, Params], Awaitable[web.Answer | None]]) -> RouteHandler:
-    """A status-page route in the table: its answer as a `Response`; None is the unknown
-    route's answer, byte for byte (REAPER_ADMIN_KEY unset, a malformed link)."""
-
-    async def route(request: Request, app: App, params: Params) -> Response:
-        answer = await handler(request, app, params)
-        if answer is None:
-            return NOT_FOUND
-        return Response(answer.status, answer.body, answer.headers)
-
-    return route
-
-
 KEY, HOST = Segment("key"), Segment("host")
 TOKEN, SECRET = Segment("token"), Segment("secret")
 SUFFIX = Segment("suffix", lambda suffix: _ping_kind(suffix) is not None)
 PING_METHODS = frozenset({"GET", "POST", "HEAD"})
 
+_ROUTES = "reaper.interfaces.routes:"
+POST = frozenset({"POST"})
+
 ROUTES: tuple[Route, ...] = (
     Route(("healthz",), GET_HEAD, _healthz),
-    Route(("status",), GET_HEAD, _status, key="admin"),
+    Route(("status",), GET_HEAD, _ROUTES + "status", key="admin"),
     Route(("ping", KEY, HOST), PING_METHODS, _ping, key="ping"),
     Route(("ping", KEY, HOST, SUFFIX), PING_METHODS, _ping, key="ping"),
-    Route(("alert", KEY), frozenset({"POST"}), _alert, key="ping"),
-    Route(("monitors", HOST), frozenset({"GET", "HEAD", "PUT", "DELETE"}), _monitor, key="admin"),
-    Route(("act", TOKEN), frozenset({"GET", "HEAD", "POST"}), _act),
-    Route(("telegram", SECRET), frozenset({"POST"}), _telegram, key="telegram"),
+    Route(("alert", KEY), POST, _ROUTES + "alert", key="ping"),
+    Route(
+        ("monitors", HOST),
+        frozenset({"GET", "HEAD", "PUT", "DELETE"}),
+        _ROUTES + "monitor",
+        key="admin",
+    ),
+    Route(("act", TOKEN), frozenset({"GET", "HEAD", "POST"}), _ROUTES + "act"),
+    Route(("telegram", SECRET), POST, _ROUTES + "telegram", key="telegram"),
     # --- the status page (reaper.interfaces.web): its own sessions, never a Bearer key ---
-    Route(("",), GET_HEAD, _web(web.home)),
-    Route(("login",), frozenset({"POST"}), _web(web.login)),
-    Route(("login", Segment("token")), frozenset({"GET", "POST", "HEAD"}), _web(web.login_link)),
-    Route(("logout",), frozenset({"POST"}), _web(web.logout)),
-    Route(("keep",), frozenset({"POST"}), _web(web.keep)),
-    Route(("unkeep",), frozenset({"POST"}), _web(web.unkeep)),
-    Route(("pause",), frozenset({"POST"}), _web(web.pause)),
-    Route(("resume",), frozenset({"POST"}), _web(web.resume)),
-    Route(("mute",), frozenset({"POST"}), _web(web.mute)),
-    Route(("unmute",), frozenset({"POST"}), _web(web.unmute)),
+    Route(("",), GET_HEAD, _ROUTES + "home"),
+    Route(("login",), POST, _ROUTES + "login"),
+    Route(("login", Segment("token")), frozenset({"GET", "POST", "HEAD"}), _ROUTES + "login_link"),
+    Route(("logout",), POST, _ROUTES + "logout"),
+    Route(("keep",), POST, _ROUTES + "keep"),
+    Route(("unkeep",), POST, _ROUTES + "unkeep"),
+    Route(("pause",), POST, _ROUTES + "pause"),
+    Route(("resume",), POST, _ROUTES + "resume"),
+    Route(("mute",), POST, _ROUTES + "mute"),
+    Route(("unmute",), POST, _ROUTES + "unmute"),
 )
 
 
@@ -649,7 +450,7 @@ def _key_refusal(route: Route, request: Request, app: App, params: Params) -> Re
             return NOT_FOUND
         scheme, _, token = request.headers.get("authorization", "").partition(" ")
         if scheme.lower() != "bearer" or not _same(token.strip(), expected):
-            return _text(401, "unauthorized", {"www-authenticate": "Bearer"})
+            return text_response(401, "unauthorized", {"www-authenticate": "Bearer"})
     if route.key == "telegram":
         secret = _webhook_secret(app)
         header = request.headers.get("x-telegram-bot-api-secret-token", "")
@@ -658,7 +459,7 @@ def _key_refusal(route: Route, request: Request, app: App, params: Params) -> Re
     return None
 
 
-async def _route(request: Request, app: App) -> Response:
+def _route(request: Request, app: App) -> Answer:
     """The answer, with the per-client limit applied to keyless requests only.
 
     Several instances share one address (a Vast host, a NAT): a stranger or a neighbour
@@ -667,15 +468,27 @@ async def _route(request: Request, app: App) -> Response:
     charging after costs a flood nothing more than refusing it up front.
     """
     parts = request.path.split("/")[1:] if request.path.startswith("/") else []
-    response = await _dispatch(request, app, parts)
+    answer = _dispatch(request, app, parts)
+    if isinstance(answer, Response):
+        return _charged(request, app, parts, answer)
+    return _charged_after(request, app, parts, answer)
+
+
+def _charged(request: Request, app: App, parts: list[str], response: Response) -> Response:
     if response.status in _KEYLESS and parts != ["healthz"]:
         wait = app.per_client.take(request.client)
         if wait:
-            return _rate_limited(wait, "this client")
+            return rate_limited(wait, "this client")
     return response
 
 
-async def _dispatch(request: Request, app: App, parts: list[str]) -> Response:
+async def _charged_after(
+    request: Request, app: App, parts: list[str], pending: Awaitable[Response]
+) -> Response:
+    return _charged(request, app, parts, await pending)
+
+
+def _dispatch(request: Request, app: App, parts: list[str]) -> Answer:
     for route in ROUTES:
         params = route.match(parts)
         if params is None:
@@ -685,7 +498,7 @@ async def _dispatch(request: Request, app: App, parts: list[str]) -> Response:
             return refused
         if request.method not in route.methods:
             return _method_not_allowed(", ".join(sorted(route.methods, key=_METHOD_ORDER.index)))
-        return await route.handler(request, app, params)
+        return route.handler_function()(request, app, params)
     return NOT_FOUND
 
 
@@ -707,20 +520,42 @@ def _where(exc: BaseException) -> str:
     return " > ".join(f"{Path(f.filename).name}:{f.lineno} {f.name}" for f in frames)
 
 
-async def handle(request: Request, app: App) -> Response:
-    """Answer one request. Never raises: a bug becomes a generic 500 and one log line."""
+def _bug(request: Request, exc: Exception) -> Response:
+    log.event(
+        "http_error",
+        method=request.method[:10],
+        route=redact_path(request.path),
+        error=exc.__class__.__name__,
+        where=_where(exc),
+    )
+    return text_response(500, "internal error")
+
+
+def respond(request: Request, app: App) -> Response | Awaitable[Response]:
+    """Answer one request: its `Response` when nothing had to wait (a ping that alerts nobody,
+    a refusal), else an awaitable of it. Never raises: a bug becomes a generic 500 and one log
+    line."""
     try:
-        response = await _route(request, app)
+        answer = _route(request, app)
     except Exception as exc:
-        log.event(
-            "http_error",
-            method=request.method[:10],
-            route=redact_path(request.path),
-            error=exc.__class__.__name__,
-            where=_where(exc),
-        )
-        response = _text(500, "internal error")
+        return _for_method(request, _bug(request, exc))
+    if isinstance(answer, Response):
+        return _for_method(request, answer)
+    return _finished(request, answer)
+
+
+async def _finished(request: Request, pending: Awaitable[Response]) -> Response:
+    try:
+        response = await pending
+    except Exception as exc:
+        response = _bug(request, exc)
     return _for_method(request, response)
+
+
+async def handle(request: Request, app: App) -> Response:
+    """`respond`, awaited: what an adapter with an event loop (`reaper serve`) calls."""
+    answer = respond(request, app)
+    return answer if isinstance(answer, Response) else await answer
 
 
 Handler = Callable[[Request, App], Awaitable[Response]]

@@ -24,11 +24,14 @@ from __future__ import annotations
 
 import re
 from datetime import datetime, timedelta
+from typing import TYPE_CHECKING
 
 from reaper.core.heartbeat import valid_host
-from reaper.core.models import Alert
 from reaper.core.monitors import FAILURE_WINDOW, SettingsChange
 from reaper.store.base import Store
+
+if TYPE_CHECKING:
+    from reaper.core.models import Alert
 
 FAILURE_ALERTED = "failure-alerted:"
 

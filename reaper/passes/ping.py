@@ -8,16 +8,20 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from datetime import datetime, timedelta
+from typing import TYPE_CHECKING
 
 from reaper import log
-from reaper.channels.base import Notifier
 from reaper.clock import Clock
 from reaper.config import Settings
 from reaper.core.heartbeat import Ping, Transition, apply_log, apply_ping, failing
-from reaper.core.models import Alert, Monitor
+from reaper.core.records import Monitor
 from reaper.passes import correlate
 from reaper.providers.plugins import provider_host
 from reaper.store.base import Store
+
+if TYPE_CHECKING:
+    from reaper.channels.base import Notifier
+    from reaper.core.models import Alert
 
 # An /alert not yet delivered (interfaces.http): an episode under this prefix + the alert's key.
 UNDELIVERED_ALERT = "alert-undelivered:"
@@ -61,16 +65,15 @@ def _no_monitor(host: str, settings: Settings, ping: Ping) -> str:
     )
 
 
-async def record_ping(
-    settings: Settings, store: Store, notifier: Notifier, clock: Clock, ping: Ping
-) -> PingOutcome:
-    """Apply one ping to the store, log it, and send its alert, if it has one.
+def place_ping(settings: Settings, store: Store, clock: Clock, ping: Ping) -> PingOutcome:
+    """Apply one ping to the store and its log; the outcome's `alert`, if any, is still to be
+    sent (`send_ping_alert`).
 
-    The read and the write happen with no `await` between them, so that within one event loop
-    a watch pass or another ping never interleaves with them; the alert is sent after the
-    write, so a slow channel never holds the monitor's state back. On DynamoDB an ordinary
-    ping is one read, one conditional write of the monitor and one plain write of its log
-    event (a slot of the monitor's ring of PING_LOG_KEPT items).
+    No `await` anywhere: within one event loop a watch pass or another ping never interleaves
+    with the read and the write, and an ordinary ping — no alert — is answered without an
+    event loop at all (a cold Lambda ping imports no asyncio). On DynamoDB an ordinary ping
+    is one read, one conditional write of the monitor and one plain write of its log event (a
+    slot of the monitor's ring of PING_LOG_KEPT items).
     """
     guarded = cross_checkable(ping.host, settings) is not None
     for _attempt in range(2):
@@ -92,11 +95,29 @@ async def record_ping(
             return PingOutcome(accepted=False, reason=_cap_reason(settings))
         if transition.alert is not None:
             log.event("monitor", host=ping.host, change=transition.alert.event)
-            deliveries = await notifier.send(transition.alert)
-            if failing(ping) and any(d.ok for d in deliveries):
-                correlate.failure_alerted(store, ping.host, clock.now())
         return PingOutcome(accepted=True, monitor=transition.monitor, alert=transition.alert)
     return PingOutcome(accepted=False, reason=_cap_reason(settings))
+
+
+async def send_ping_alert(
+    store: Store, notifier: Notifier, clock: Clock, ping: Ping, alert: Alert
+) -> None:
+    """Send the alert a placed ping made; the write came first, so a slow channel never holds
+    the monitor's state back. A failure alerted marks the host: the instance's notify about
+    the same failure a moment later is not sent again."""
+    deliveries = await notifier.send(alert)
+    if failing(ping) and any(d.ok for d in deliveries):
+        correlate.failure_alerted(store, ping.host, clock.now())
+
+
+async def record_ping(
+    settings: Settings, store: Store, notifier: Notifier, clock: Clock, ping: Ping
+) -> PingOutcome:
+    """`place_ping`, then its alert sent: a ping as one awaitable step."""
+    outcome = place_ping(settings, store, clock, ping)
+    if outcome.alert is not None:
+        await send_ping_alert(store, notifier, clock, ping, outcome.alert)
+    return outcome
 
 
 def _place(

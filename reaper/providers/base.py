@@ -16,10 +16,10 @@ from collections.abc import Callable, Collection, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Literal, Protocol
 
-from reaper.core.models import Balance, Instance, Volume
-
 if TYPE_CHECKING:
     from datetime import datetime
+
+    from reaper.core.models import Balance, Instance, Volume
 
 TerminateOutcome = Literal["deleted", "not_found"]
 

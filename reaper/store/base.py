@@ -9,24 +9,25 @@ share one store safely.
 from __future__ import annotations
 
 from datetime import datetime, timedelta
-from typing import Protocol
+from typing import TYPE_CHECKING, Protocol
 
-from reaper.core.models import (
-    ActionGrant,
-    ActionRecord,
-    AuditRecord,
-    Episode,
-    History,
-    KeptInstance,
-    Listing,
-    Monitor,
-    PingEvent,
-    ReapRun,
-    TerminationRequest,
-    WarningRecord,
-)
 from reaper.core.monitors import PING_LOG_KEPT, SettingsChange
-from reaper.core.snapshot import Snapshot
+from reaper.core.records import Monitor, PingEvent
+
+if TYPE_CHECKING:  # pydantic models: a cold ping imports none of them (reaper.core.records)
+    from reaper.core.models import (
+        ActionGrant,
+        ActionRecord,
+        AuditRecord,
+        Episode,
+        History,
+        KeptInstance,
+        Listing,
+        ReapRun,
+        TerminationRequest,
+        WarningRecord,
+    )
+    from reaper.core.snapshot import Snapshot
 
 # Snapshots are kept at least this long (SQLite prunes older ones when it records one; DynamoDB
 # lets its TTL collect them); the status page reads 30 days.

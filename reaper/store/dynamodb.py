@@ -64,26 +64,10 @@ import time
 import zlib
 from collections.abc import Iterator, Mapping
 from datetime import UTC, datetime, timedelta
-from typing import Any, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
 
-from pydantic import BaseModel
-
-from reaper.core.models import (
-    ActionGrant,
-    ActionRecord,
-    AuditRecord,
-    Episode,
-    History,
-    KeptInstance,
-    Listing,
-    Monitor,
-    PingEvent,
-    ReapRun,
-    TerminationRequest,
-    WarningRecord,
-)
 from reaper.core.monitors import SettingsChange, apply_change
-from reaper.core.snapshot import Snapshot
+from reaper.core.records import Monitor, PingEvent, Record
 from reaper.core.units import as_utc
 from reaper.store.base import (
     SNAPSHOT_RETENTION,
@@ -92,6 +76,21 @@ from reaper.store.base import (
     log_slot,
     retired_to_delete,
 )
+
+if TYPE_CHECKING:  # pydantic models, imported where used: a cold ping needs none of them
+    from reaper.core.models import (
+        ActionGrant,
+        ActionRecord,
+        AuditRecord,
+        Episode,
+        History,
+        KeptInstance,
+        Listing,
+        ReapRun,
+        TerminationRequest,
+        WarningRecord,
+    )
+    from reaper.core.snapshot import Snapshot
 
 # A claim is kept at least this long (or its window, if longer), as the SQLite store keeps it,
 # so that a caller with a longer window than the last claimer's still sees a duplicate.
@@ -110,7 +109,7 @@ GRANT_RETENTION = timedelta(days=1)
 # A mute changes no pause, so the time of its change dates nothing.
 _EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
 
-_Model = TypeVar("_Model", bound=BaseModel)
+_Model = TypeVar("_Model", bound=Record)
 Item = dict[str, Any]
 
 # The table's schema, shared by `create_table` (tests, DynamoDB Local) and serverless.yml
@@ -279,6 +278,8 @@ class DynamoDBStore:
 
     # --- the reap history ----------------------------------------------------------------
     def history(self) -> History:
+        from reaper.core.models import History, KeptInstance, WarningRecord
+
         first_seen: dict[str, datetime] = {}
         started_seen: dict[str, datetime] = {}
         warned: dict[str, WarningRecord] = {}
@@ -434,6 +435,8 @@ class DynamoDBStore:
         )
 
     def audit_log(self, since: datetime | None = None) -> list[AuditRecord]:
+        from reaper.core.models import AuditRecord
+
         items = self._query("audit", sk_from=None if since is None else _ts(since))
         return [AuditRecord.model_validate_json(item["record"]["S"]) for item in items]
 
@@ -453,6 +456,8 @@ class DynamoDBStore:
         )
 
     def last_reap(self) -> ReapRun | None:
+        from reaper.core.models import ReapRun
+
         for item in self._query("reap", newest_first=True):
             return ReapRun.model_validate_json(item["run"]["S"])
         return None
@@ -474,6 +479,8 @@ class DynamoDBStore:
         )
 
     def listings(self) -> list[Listing]:
+        from reaper.core.models import Listing
+
         return [
             Listing.model_validate_json(zlib.decompress(bytes(item["listing"]["B"])))
             for item in self._query("listing")
@@ -655,6 +662,8 @@ class DynamoDBStore:
 
     @staticmethod
     def _episode(item: Mapping[str, Any]) -> Episode:
+        from reaper.core.models import Episode
+
         alerted_at = _str(item, "alerted_at")
         return Episode(
             key=str(item["sk"]["S"]),
@@ -724,6 +733,8 @@ class DynamoDBStore:
 
     def snapshots(self, since: datetime) -> list[Snapshot]:
         """One Query from `since` on (the sort key starts with the time)."""
+        from reaper.core.snapshot import Snapshot
+
         return [
             Snapshot.model_validate_json(item["snapshot"]["S"])
             for item in self._query("snapshot", sk_from=_ts(since))
@@ -766,6 +777,8 @@ class DynamoDBStore:
         self._client.put_item(TableName=self.table_name, Item=item)
 
     def get_grant(self, grant_id: str) -> ActionGrant | None:
+        from reaper.core.models import ActionGrant
+
         item = self._get("grant", grant_id)
         if item is None:
             return None
@@ -798,6 +811,8 @@ class DynamoDBStore:
         )
 
     def action_log(self, since: datetime | None = None) -> list[ActionRecord]:
+        from reaper.core.models import ActionRecord
+
         items = self._query("action", sk_from=None if since is None else _ts(since))
         return [ActionRecord.model_validate_json(item["record"]["S"]) for item in items]
 
@@ -816,6 +831,8 @@ class DynamoDBStore:
 
     def termination_requests(self, now: datetime) -> list[TerminationRequest]:
         """TTL collects lazily: the stored expiry decides."""
+        from reaper.core.models import TerminationRequest
+
         requests = [
             TerminationRequest.model_validate_json(item["request"]["S"])
             for item in self._query("request")

@@ -25,26 +25,10 @@ from collections.abc import Iterator
 from contextlib import contextmanager, suppress
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
 
-from pydantic import BaseModel
-
-from reaper.core.models import (
-    ActionGrant,
-    ActionRecord,
-    AuditRecord,
-    Episode,
-    History,
-    KeptInstance,
-    Listing,
-    Monitor,
-    PingEvent,
-    ReapRun,
-    TerminationRequest,
-    WarningRecord,
-)
 from reaper.core.monitors import SettingsChange, apply_change
-from reaper.core.snapshot import Snapshot
+from reaper.core.records import Monitor, PingEvent, Record
 from reaper.core.units import as_utc
 from reaper.store.base import (
     SNAPSHOT_RETENTION,
@@ -52,6 +36,21 @@ from reaper.store.base import (
     log_slot,
     retired_to_delete,
 )
+
+if TYPE_CHECKING:  # pydantic models, imported where used: a cold ping needs none of them
+    from reaper.core.models import (
+        ActionGrant,
+        ActionRecord,
+        AuditRecord,
+        Episode,
+        History,
+        KeptInstance,
+        Listing,
+        ReapRun,
+        TerminationRequest,
+        WarningRecord,
+    )
+    from reaper.core.snapshot import Snapshot
 
 SCHEMA_VERSION = 2
 BUSY_TIMEOUT_SECONDS = 5.0
@@ -154,7 +153,7 @@ ALTER TABLE kept ADD COLUMN kept_by TEXT;
     + _TABLES_OF_2,
 }
 
-_Model = TypeVar("_Model", bound=BaseModel)
+_Model = TypeVar("_Model", bound=Record)
 # A mute changes no pause, so the time of its change dates nothing.
 _EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
 # An event into its slot of the host's ring.
@@ -376,6 +375,8 @@ class SQLiteStore:
 
     # --- the reap history ----------------------------------------------------------------
     def history(self) -> History:
+        from reaper.core.models import History, KeptInstance, WarningRecord
+
         with self._read() as conn:
             stopped = conn.execute("SELECT key, since, started FROM stopped_clock").fetchall()
             warnings = conn.execute(
@@ -478,6 +479,8 @@ class SQLiteStore:
             )
 
     def audit_log(self, since: datetime | None = None) -> list[AuditRecord]:
+        from reaper.core.models import AuditRecord
+
         rows = self._query_all(
             "SELECT record FROM audit WHERE requested_at >= ? ORDER BY requested_at, provider, id",
             ("" if since is None else _ts(since),),
@@ -498,6 +501,8 @@ class SQLiteStore:
             )
 
     def last_reap(self) -> ReapRun | None:
+        from reaper.core.models import ReapRun
+
         row = self._query_one(
             "SELECT run FROM reap_runs ORDER BY finished_at DESC, seq DESC LIMIT 1", ()
         )
@@ -520,6 +525,8 @@ class SQLiteStore:
             )
 
     def listings(self) -> list[Listing]:
+        from reaper.core.models import Listing
+
         rows = self._query_all("SELECT listing FROM listings ORDER BY provider, account")
         return [Listing.model_validate_json(listing) for (listing,) in rows]
 
@@ -633,6 +640,8 @@ class SQLiteStore:
 
     @staticmethod
     def _episode(row: tuple[str, str, str, str | None]) -> Episode:
+        from reaper.core.models import Episode
+
         key, opened_at, detail, alerted_at = row
         return Episode(
             key=key, opened_at=_dt(opened_at), detail=detail, alerted_at=_opt_dt(alerted_at)
@@ -658,6 +667,8 @@ class SQLiteStore:
             )
 
     def snapshots(self, since: datetime) -> list[Snapshot]:
+        from reaper.core.snapshot import Snapshot
+
         rows = self._query_all(
             "SELECT snapshot FROM snapshots WHERE at >= ? ORDER BY at, seq", (_ts(since),)
         )
@@ -706,6 +717,8 @@ class SQLiteStore:
             )
 
     def get_grant(self, grant_id: str) -> ActionGrant | None:
+        from reaper.core.models import ActionGrant
+
         row = self._query_one("SELECT used_at, body FROM action_grants WHERE id = ?", (grant_id,))
         if row is None:
             return None
@@ -732,6 +745,8 @@ class SQLiteStore:
             )
 
     def action_log(self, since: datetime | None = None) -> list[ActionRecord]:
+        from reaper.core.models import ActionRecord
+
         rows = self._query_all(
             "SELECT record FROM phone_actions WHERE at >= ? ORDER BY at, seq",
             ("" if since is None else _ts(since),),
@@ -753,6 +768,8 @@ class SQLiteStore:
             )
 
     def termination_requests(self, now: datetime) -> list[TerminationRequest]:
+        from reaper.core.models import TerminationRequest
+
         rows = self._query_all(
             "SELECT request FROM termination_requests WHERE expires_at > ? ORDER BY key",
             (_ts(now),),

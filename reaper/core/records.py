@@ -1,0 +1,286 @@
+"""The two records a ping reads and writes — `Monitor` and `PingEvent` — as frozen dataclasses,
+not pydantic models.
+
+Why: a Lambda container started for a ping imports what the ping needs, and a ping is a key
+check, a host check and one conditional write. Importing pydantic and building its first
+model costs more than everything else a ping does (bench/lambda.py: about 90 of the 250 ms the
+HTTP handler took to import); every other record stays a pydantic model, imported when a
+route first needs one.
+
+They keep the pydantic models' method names — `model_copy(update=...)`,
+`model_dump_json(exclude_defaults=...)`, `model_validate_json`, `model_validate` — so that
+the stores and the state machine treat every record alike, and their JSON is exactly what the
+pydantic models wrote (datetimes as ISO 8601 with `Z`, durations as ISO 8601 durations such as
+`PT2H` or `P1Y35D`): a state written before reads the same. Nothing from outside reaches them
+unchecked: they are built from validated pings and settings, and read back from the store.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import re
+from collections.abc import Mapping
+from dataclasses import dataclass
+from datetime import UTC, datetime, timedelta
+from typing import Any, ClassVar, Literal, Protocol, Self
+
+MonitorStatus = Literal["new", "up", "down", "retired"]
+PingEventKind = Literal["ping", "start", "fail", "exit", "bye", "log"]
+_STATUSES = frozenset({"new", "up", "down", "retired"})
+_EVENT_KINDS = frozenset({"ping", "start", "fail", "exit", "bye", "log"})
+_PING_KINDS = frozenset({"ping", "start", "fail", "exit", "bye"})
+
+
+class Record(Protocol):
+    """Any record a store keeps, these or the pydantic models: a copy with some fields changed."""
+
+    def model_copy(self, *, update: Mapping[str, Any] | None = None) -> Self: ...
+
+
+class RecordError(ValueError):
+    """A stored record that cannot be read back: one line naming the field."""
+
+
+# --- the JSON forms of a datetime and a duration ---------------------------------------------
+
+
+def _datetime_json(value: datetime) -> str:
+    text = value.isoformat()
+    return text[:-6] + "Z" if text.endswith("+00:00") else text
+
+
+def _datetime(value: object, name: str) -> datetime:
+    if isinstance(value, datetime):
+        moment = value
+    elif isinstance(value, str):
+        try:
+            moment = datetime.fromisoformat(value)
+        except ValueError:
+            raise RecordError(f"{name}: not an ISO 8601 time") from None
+    else:
+        raise RecordError(f"{name}: not a time")
+    return moment if moment.tzinfo is not None else moment.replace(tzinfo=UTC)
+
+
+_DAYS_PER_YEAR = 365  # as pydantic writes (and reads) a year of a duration
+_DURATION = re.compile(
+    r"(?P<sign>-)?P(?:(?P<y>\d+)Y)?(?:(?P<w>\d+)W)?(?:(?P<d>\d+)D)?"
+    r"(?:T(?:(?P<h>\d+)H)?(?:(?P<m>\d+)M)?(?:(?P<s>\d+(?:\.\d+)?)S)?)?"
+)
+
+
+def _duration_json(value: timedelta) -> str:
+    """As pydantic writes it: "PT2H", "P1DT10M1.5S", "P1Y35D", "-PT5S", "PT0S"."""
+    sign = "-" if value < timedelta(0) else ""
+    value = abs(value)
+    years, days = divmod(value.days, _DAYS_PER_YEAR)
+    hours, rest = divmod(value.seconds, 3600)
+    minutes, seconds = divmod(rest, 60)
+    date = (f"{years}Y" if years else "") + (f"{days}D" if days else "")
+    second_text = ""
+    if seconds or value.microseconds:
+        whole = f"{seconds}.{value.microseconds:06d}".rstrip("0").rstrip(".")
+        second_text = f"{whole}S"
+    time = (f"{hours}H" if hours else "") + (f"{minutes}M" if minutes else "") + second_text
+    if not date and not time:
+        return "PT0S"
+    return f"{sign}P{date}" + (f"T{time}" if time else "")
+
+
+def _duration(value: object, name: str) -> timedelta:
+    if isinstance(value, timedelta):
+        return value
+    if isinstance(value, int | float) and not isinstance(value, bool):
+        return timedelta(seconds=value)
+    match = _DURATION.fullmatch(value) if isinstance(value, str) else None
+    if match is None or value in ("P", "-P") or str(value).endswith("T"):
+        raise RecordError(f"{name}: not an ISO 8601 duration")
+    parts = {k: float(v) if v else 0.0 for k, v in match.groupdict().items() if k != "sign"}
+    length = timedelta(
+        days=parts["y"] * _DAYS_PER_YEAR + parts["w"] * 7 + parts["d"],
+        hours=parts["h"],
+        minutes=parts["m"],
+        seconds=parts["s"],
+    )
+    return -length if match["sign"] else length
+
+
+def _int(value: object, name: str) -> int:
+    if isinstance(value, bool) or not isinstance(value, int):
+        raise RecordError(f"{name}: not a whole number")
+    return value
+
+
+def _bool(value: object, name: str) -> bool:
+    if not isinstance(value, bool):
+        raise RecordError(f"{name}: not true or false")
+    return value
+
+
+def _str(value: object, name: str) -> str:
+    if not isinstance(value, str):
+        raise RecordError(f"{name}: not text")
+    return value
+
+
+def _one_of(allowed: frozenset[str]) -> Any:
+    def read(value: object, name: str) -> str:
+        if value not in allowed:
+            raise RecordError(f"{name}: expected one of {', '.join(sorted(allowed))}")
+        return str(value)
+
+    return read
+
+
+# --- the shared behaviour ---------------------------------------------------------------------
+
+
+class _Record:
+    """What both records share: copies with changes, and the JSON the stores keep."""
+
+    # Each field's reader from JSON; a field not listed here is text.
+    _READERS: ClassVar[Mapping[str, Any]]
+
+    def model_copy(self, *, update: Mapping[str, Any] | None = None) -> Self:
+        return dataclasses.replace(self, **update) if update else self  # type: ignore[type-var]
+
+    def _fields(self, exclude_defaults: bool) -> dict[str, Any]:
+        data: dict[str, Any] = {}
+        for f in dataclasses.fields(self):  # type: ignore[arg-type]
+            value = getattr(self, f.name)
+            if exclude_defaults and f.default is not dataclasses.MISSING and value == f.default:
+                continue
+            if isinstance(value, datetime):
+                value = _datetime_json(value)
+            elif isinstance(value, timedelta):
+                value = _duration_json(value)
+            data[f.name] = value
+        return data
+
+    def model_dump_json(self, *, exclude_defaults: bool = False) -> str:
+        return json.dumps(self._fields(exclude_defaults), ensure_ascii=False, separators=(",", ":"))
+
+    def model_dump(self, *, mode: str = "json") -> dict[str, Any]:
+        """Its fields as JSON values (the only mode reaper uses)."""
+        return self._fields(False)
+
+    @classmethod
+    def model_validate(cls, data: Mapping[str, Any]) -> Self:
+        if not isinstance(data, Mapping):
+            raise RecordError(f"{cls.__name__}: not an object")
+        names = {f.name for f in dataclasses.fields(cls)}  # type: ignore[arg-type]
+        values: dict[str, Any] = {}
+        for name, value in data.items():
+            if name not in names:
+                continue  # a field a later version added: ignored, as pydantic did
+            if value is None:
+                values[name] = None
+            else:
+                values[name] = cls._READERS.get(name, _str)(value, name)
+        try:
+            return cls(**values)
+        except TypeError:
+            missing = sorted(n for n in names if n not in values)
+            raise RecordError(f"{cls.__name__}: missing {', '.join(missing)}") from None
+
+    @classmethod
+    def model_validate_json(cls, text: str | bytes) -> Self:
+        try:
+            data = json.loads(text)
+        except ValueError:
+            raise RecordError(f"{cls.__name__}: not JSON") from None
+        return cls.model_validate(data)
+
+
+@dataclass(frozen=True)
+class Monitor(_Record):
+    """A heartbeat monitor: one host pinging `/ping/<key>/<host>`."""
+
+    host: str
+    created_at: datetime
+    status: MonitorStatus = "new"
+    last_ping_at: datetime | None = None
+    last_ping_kind: Literal["ping", "start", "fail", "exit", "bye"] | None = None
+    last_exit_status: int | None = None
+    last_message: str = ""
+    # A `/start` not yet followed by a ping, a `/fail` or an exit status.
+    job_started_at: datetime | None = None
+    down_since: datetime | None = None
+    last_alert_at: datetime | None = None
+    bye_at: datetime | None = None
+    # Set once the "instance stopped, the reaper takes over" note went out for this outage.
+    stopped_noted: bool = False
+    # When a complete listing first failed to show this provider host's instance: it retires as
+    # gone only when a second complete listing, a watch period later, misses it too.
+    absent_since: datetime | None = None
+
+    # --- its own settings, pause, mute and the ping log --------------------------------------
+    # Silence before it is down: `timeout` (None: HEARTBEAT_TIMEOUT) + `grace` (None: none),
+    # Healthchecks' "period" and "grace".
+    timeout: timedelta | None = None
+    grace: timedelta | None = None
+    # Paused: never alerts, and is not watched; any later ping resumes it.
+    paused: bool = False
+    # When it was last resumed (by `reaper monitor resume` or the admin API): silence counts
+    # from then, so that a monitor paused for a week does not alert the minute it resumes.
+    resumed_at: datetime | None = None
+    # Muted (from the phone, `reaper monitor`, the admin API) until then: its state is tracked,
+    # but no alert about it goes out.
+    muted_until: datetime | None = None
+    # An alert a mute held back while the monitor is down: said once when the mute ends.
+    alert_held: bool = False
+    # How many events its ping log has taken: event n is kept in slot n % PING_LOG_KEPT.
+    events: int = 0
+    # When a notify naming this host (`<host>: ...` to /alert) reached a channel, with no ping
+    # since: a failure ping just after it sends no second alert (one alert per failure).
+    notified_at: datetime | None = None
+
+    # The JSON key order is the field order; `status` is written after `created_at`.
+    _READERS: ClassVar[Mapping[str, Any]] = {
+        "status": _one_of(_STATUSES),
+        "created_at": _datetime,
+        "last_ping_at": _datetime,
+        "last_ping_kind": _one_of(_PING_KINDS),
+        "last_exit_status": _int,
+        "job_started_at": _datetime,
+        "down_since": _datetime,
+        "last_alert_at": _datetime,
+        "bye_at": _datetime,
+        "stopped_noted": _bool,
+        "absent_since": _datetime,
+        "timeout": _duration,
+        "grace": _duration,
+        "paused": _bool,
+        "resumed_at": _datetime,
+        "muted_until": _datetime,
+        "alert_held": _bool,
+        "events": _int,
+        "notified_at": _datetime,
+    }
+
+
+@dataclass(frozen=True)
+class PingEvent(_Record):
+    """One entry of a monitor's ping log (its last 100 are kept): what arrived, when, from
+    where, and what it did when that is not the obvious (an alert held or already sent)."""
+
+    # The monitor's event number, from 1.
+    seq: int
+    at: datetime
+    kind: PingEventKind
+    exit_status: int | None = None
+    # The first 1 KB of the body (or of `?msg=`).
+    body: str = ""
+    client: str = ""
+    note: str = ""
+
+    _READERS: ClassVar[Mapping[str, Any]] = {
+        "seq": _int,
+        "at": _datetime,
+        "kind": _one_of(_EVENT_KINDS),
+        "exit_status": _int,
+    }
+
+
+__all__ = ["Monitor", "MonitorStatus", "PingEvent", "PingEventKind", "Record", "RecordError"]

@@ -1,0 +1,294 @@
+"""The routes that read or change more than one monitor: `/alert`, `/status`,
+`/monitors/<host>`, `/act/<token>`, `/telegram/<secret>` and the status page's. The route table
+in `reaper.interfaces.http` names each by its import path, so this module — and the pydantic
+models, the views and the channels it needs — is imported by the first request that needs
+one: a container started for a ping never loads it.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Awaitable, Callable
+from datetime import datetime, timedelta
+from typing import TYPE_CHECKING, Any
+
+from reaper import log
+from reaper.core import messages
+from reaper.core.heartbeat import valid_host
+from reaper.core.models import Alert, AlertLevel
+from reaper.core.monitors import BadSetting, parse_change
+from reaper.interfaces.http import (
+    INVALID_HOST,
+    MAX_BODY,
+    NOT_FOUND,
+    App,
+    Params,
+    Request,
+    Response,
+    json_response,
+    rate_limited,
+    text_response,
+    too_large,
+)
+from reaper.interfaces.views import (
+    RECENT_ACTIONS,
+    fleet_view_json,
+    monitor_detail_json,
+    recent_actions,
+    status_json,
+)
+from reaper.interfaces.web import routes as web
+from reaper.interfaces.web.readmodel import read_view
+from reaper.passes import correlate
+from reaper.passes.monitors import Asker, change_monitor, delete_monitor
+from reaper.passes.ping import UNDELIVERED_ALERT
+
+if TYPE_CHECKING:
+    from reaper.passes.act import ActContext
+
+# The /alert body limit.
+ALERT_LIMIT = 16 * 1024
+# A repeated identical /alert within this window is answered as deduplicated.
+ALERT_DEDUP_WINDOW = timedelta(minutes=1)
+_LEVELS: tuple[AlertLevel, ...] = ("info", "warning", "critical")
+# Longer than any request lives (Lambda: 10 s): a send still marked as running after this
+# was killed before it could say how it went.
+_SEND_LIFETIME = timedelta(seconds=15)
+
+
+class BadAlert(ValueError):
+    """One line saying what is wrong with an /alert body."""
+
+
+def _str_field(data: dict[str, Any], name: str, required: bool) -> str:
+    value = data.get(name)
+    if value is None and not required:
+        return ""
+    if not isinstance(value, str) or (required and not value.strip()):
+        raise BadAlert(f'"{name}" must be a non-empty string')
+    return value
+
+
+def _from_json(data: object) -> Alert:
+    if not isinstance(data, dict):
+        raise BadAlert('expected a JSON object like {"text": "..."}')
+    level = data.get("level", "warning")
+    if level not in _LEVELS:
+        raise BadAlert('"level" must be "info", "warning" or "critical"')
+    if "text" in data and "title" in data:
+        raise BadAlert('send "text", or "title" and "body", not both')
+    if "title" in data:
+        title, body = _str_field(data, "title", True), _str_field(data, "body", False)
+        return messages.webhook(title=title, body=body, level=level)
+    if "text" not in data:
+        raise BadAlert('expected "text", or "title" and "body"')
+    return messages.webhook(_str_field(data, "text", True), level=level)
+
+
+def parse_alert(request: Request) -> Alert:
+    """An /alert body as an `Alert`: JSON (also when sent as curl's default form type, since
+    scripts often forget the header) or plain text."""
+    try:
+        text = request.body.decode("utf-8")
+    except UnicodeDecodeError:
+        raise BadAlert("the body is not valid UTF-8") from None
+    content_type = request.headers.get("content-type", "").split(";")[0].strip().lower()
+    as_json = "json" in content_type or (
+        content_type != "text/plain" and text.lstrip().startswith("{")
+    )
+    if not as_json:
+        if not text.strip():
+            raise BadAlert("the alert text is empty")
+        return messages.webhook(text)
+    try:
+        data = json.loads(text)
+    except (ValueError, RecursionError):  # RecursionError: a body of 16 KB of "[[[["
+        raise BadAlert("the body is not valid JSON") from None
+    return _from_json(data)
+
+
+async def alert(request: Request, app: App, params: Params) -> Response:
+    if len(request.body) > ALERT_LIMIT:
+        return too_large(ALERT_LIMIT)
+    try:
+        alert = parse_alert(request)
+    except ValueError as exc:  # BadAlert, or webhook() finding nothing to send
+        return text_response(400, str(exc))
+    if not app.channels:
+        return text_response(
+            503, f"no alert channel is configured (set {app.settings.channel_hint})"
+        )
+    wait = app.alerts.take("all")
+    if wait:
+        return rate_limited(wait, "alerts")
+    # webhook() keys the alert by a hash of its level, title and body.
+    key = alert.dedup_key
+    now = app.clock.now()
+    host = correlate.notify_host(alert, app.store)
+    if host is not None and correlate.failure_alerted_just_now(app.store, host, now):
+        # The monitor's failure alert said it a moment ago: one alert per failure.
+        log.event("alert_delivery", result="skipped", alert_event=alert.event, host=host)
+        return json_response(200, {"deduplicated": True, "already_alerted": f"{host} failed"})
+    if not _take_alert(app, key, now):
+        return json_response(200, {"deduplicated": True})
+    deliveries = await app.notifier.send(alert)
+    results = [
+        {"channel": d.channel, "ok": d.ok, "detail": log.redact(d.detail)} for d in deliveries
+    ]
+    delivered = any(d.ok for d in deliveries)
+    mark = UNDELIVERED_ALERT + key
+    if delivered and host is not None:
+        correlate.notified(app.store, host, app.clock.now())
+    if delivered:
+        app.store.close_episode(mark)
+    else:
+        app.store.mark_episode_alerted(mark, app.clock.now())  # "alerted" here: failed at
+    return json_response(200 if delivered else 502, {"delivered": delivered, "channels": results})
+
+
+def _take_alert(app: App, key: str, now: datetime) -> bool:
+    """True if this request is the one to send the alert; False for a duplicate.
+
+    The claim in the store makes a repeat within a minute a duplicate, and a claim cannot be
+    undone; so while it is sent the alert also carries a mark in the store (an episode): open
+    while sending, closed once a channel took it, stamped when every channel failed. A repeat
+    that finds the mark of a failed send — or of a send older than any request lives, killed
+    before it could say how it went (Lambda's timeout) — takes it over and sends again; only
+    one repeat can take it. A repeat while the first is still being sent is a duplicate.
+    """
+    mark = UNDELIVERED_ALERT + key
+    if app.store.claim_alert(key, now, ALERT_DEDUP_WINDOW):
+        app.store.close_episode(mark)  # a mark left from an earlier window says nothing now
+    elif not _take_failed(app, mark, now):
+        return False
+    app.store.open_episode(mark, now)
+    return True
+
+
+def _take_failed(app: App, mark: str, now: datetime) -> bool:
+    for episode in app.store.open_episodes(mark):
+        if episode.key == mark:
+            sending = episode.alerted_at is None and now - episode.opened_at < _SEND_LIFETIME
+            return not sending and app.store.close_episode(mark) is not None
+    return False
+
+
+async def status(request: Request, app: App, params: Params) -> Response:
+    store, now = app.store, app.clock.now()
+    data = status_json(
+        app.settings,
+        store.list_monitors(),
+        store.last_reap(),
+        store.history(),
+        now,
+        store.listings(),
+        actions=recent_actions(store.action_log(since=now - RECENT_ACTIONS)),
+    )
+    # The status page's data by name (names, costs, deadlines, runway, snapshots).
+    data |= fleet_view_json(read_view(store, app.settings, now))
+    return json_response(200, data)
+
+
+# --- actions from the phone ---------------------------------------------------------------
+
+
+def act_context(app: App) -> ActContext:
+    """What an action from the phone needs, from the process's App."""
+    from reaper.passes.act import ActContext
+
+    return ActContext(app.settings, app.store, app.notifier, app.clock, http=app.act_http)
+
+
+async def act(request: Request, app: App, params: Params) -> Response:
+    """`/act/<token>`: the page (GET) and the action (POST); see `reaper.interfaces.web.act`."""
+    from reaper.interfaces.web.act import answer_act
+
+    page = await answer_act(
+        request.method, params["token"], request.headers, request.body, act_context(app)
+    )
+    return Response(page.status, page.body, page.headers)
+
+
+async def telegram(request: Request, app: App, params: Params) -> Response:
+    """`POST /telegram/<secret>`: a Telegram update (its secrets checked by the route key)."""
+    from reaper.interfaces.presses import answer_webhook
+
+    if len(request.body) > MAX_BODY:
+        return too_large(MAX_BODY)
+    status, line = await answer_webhook(request.body, act_context(app))
+    return text_response(status, line)
+
+
+# --- /monitors/<host>: one monitor, for the admin --------------------------------------------
+
+# Who a change through the admin API is recorded as: whoever holds the admin key.
+ADMIN_API = Asker(by="admin key", via="admin API")
+# A PUT body is a handful of fields.
+SETTINGS_LIMIT = 4 * 1024
+
+
+async def monitor(request: Request, app: App, params: Params) -> Response:
+    """GET: the monitor and its ping log; PUT: its settings (created if missing); DELETE."""
+    host = params["host"]
+    if not valid_host(host):
+        return text_response(400, INVALID_HOST)
+    now = app.clock.now()
+    if request.method == "PUT":
+        return _put_monitor(request, app, host, now)
+    if request.method == "DELETE":
+        if not delete_monitor(app.store, host, at=now, asker=ADMIN_API):
+            return text_response(404, f"no monitor {host}")
+        return json_response(200, {"deleted": host})
+    monitor = app.store.get_monitor(host)
+    if monitor is None:
+        return text_response(404, f"no monitor {host}")
+    events = app.store.monitor_log(host)
+    return json_response(200, monitor_detail_json(monitor, events, app.settings, now))
+
+
+def _put_monitor(request: Request, app: App, host: str, now: datetime) -> Response:
+    if len(request.body) > SETTINGS_LIMIT:
+        return too_large(SETTINGS_LIMIT)
+    try:
+        data = json.loads(request.body.decode("utf-8"))
+        change = parse_change(data, now)
+    except (UnicodeDecodeError, ValueError, RecursionError) as exc:
+        # BadSetting, or a body that is not JSON at all.
+        line = str(exc) if isinstance(exc, BadSetting) else "the body is not a JSON object"
+        return text_response(400, line)
+    changed = change_monitor(app.settings, app.store, host, change, ADMIN_API)
+    if changed.monitor is None:
+        return text_response(403, changed.refused)
+    events = app.store.monitor_log(host)
+    body = monitor_detail_json(changed.monitor, events, app.settings, now)
+    return json_response(200, {**body, "created": changed.created})
+
+
+# --- the status page (reaper.interfaces.web): its own sessions, never a Bearer key ----------
+
+
+def web_route(
+    handler: Callable[[Request, App, Params], Awaitable[web.Answer | None]],
+) -> Callable[[Request, App, Params], Awaitable[Response]]:
+    """A status-page route in the table: its answer as a `Response`; None is the unknown
+    route's answer, byte for byte (REAPER_ADMIN_KEY unset, a malformed link)."""
+
+    async def route(request: Request, app: App, params: Params) -> Response:
+        answer = await handler(request, app, params)
+        if answer is None:
+            return NOT_FOUND
+        return Response(answer.status, answer.body, answer.headers)
+
+    return route
+
+
+home = web_route(web.home)
+login = web_route(web.login)
+login_link = web_route(web.login_link)
+logout = web_route(web.logout)
+keep = web_route(web.keep)
+unkeep = web_route(web.unkeep)
+pause = web_route(web.pause)
+resume = web_route(web.resume)
+mute = web_route(web.mute)
+unmute = web_route(web.unmute)
