@@ -7,10 +7,8 @@ from __future__ import annotations
 
 import json
 import os
-import socket
 import subprocess
 import sys
-import time
 from collections.abc import Iterator
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
@@ -19,47 +17,24 @@ from typing import Any
 import boto3
 import pytest
 
+from emulators.aws import start_moto_server
 from reaper.core.models import AuditRecord, Monitor
 from reaper.store.dynamodb import DynamoDBStore, create_table
 from tests.reap_support import world
 
-MOTO_SERVER = Path(sys.executable).parent / "moto_server"
 TABLE = "reaper-prod"
 FAKE_CREDENTIALS = {"AWS_ACCESS_KEY_ID": "testing", "AWS_SECRET_ACCESS_KEY": "testing"}
 
 
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
-
-
 @pytest.fixture(scope="module")
 def dynamodb_url() -> Iterator[str]:
-    port = _free_port()
-    env = {k: v for k, v in os.environ.items() if not k.startswith(("AWS_", "MOTO_"))}
-    process = subprocess.Popen(
-        [str(MOTO_SERVER), "-H", "127.0.0.1", "-p", str(port)],
-        env=env,
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.DEVNULL,
-    )
+    server = start_moto_server()
     try:
-        deadline = time.monotonic() + 30
-        while True:
-            try:
-                with socket.create_connection(("127.0.0.1", port), timeout=0.5):
-                    break
-            except OSError:
-                assert process.poll() is None and time.monotonic() < deadline, "no moto_server"
-                time.sleep(0.05)
-        url = f"http://127.0.0.1:{port}"
         for region in ("eu-west-1", "us-east-2"):
-            _seed(_client(url, region))
-        yield url
+            _seed(_client(server.url, region))
+        yield server.url
     finally:
-        process.terminate()
-        process.wait(timeout=10)
+        server.stop()
 
 
 def _client(url: str, region: str) -> Any:

@@ -13,9 +13,7 @@ import http.client
 import itertools
 import json
 import os
-import socket
 import subprocess
-import sys
 import threading
 import time
 import urllib.request
@@ -23,22 +21,16 @@ from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
-from pathlib import Path
 from typing import Any
 from urllib.parse import unquote, urlsplit
 
 import boto3
 
-MOTO_SERVER = Path(sys.executable).parent / "moto_server"
+from emulators.aws import start_moto_server
+
 REGION = "us-east-1"
 _buckets = itertools.count(1)
 _ALLOW: dict[str, Any] = {"Effect": "Allow", "Resource": "*", "Principal": {"AWS": "*"}}
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
 
 
 @dataclass
@@ -114,25 +106,8 @@ def moto() -> Moto:
 
 
 def _start_moto() -> Moto:
-    assert MOTO_SERVER.exists(), "moto_server missing: pip install -r requirements-dev.txt"
-    port = free_port()
-    url = f"http://127.0.0.1:{port}"
-    env = {k: v for k, v in os.environ.items() if not k.startswith(("AWS_", "MOTO_"))}
-    process = subprocess.Popen(
-        [str(MOTO_SERVER), "-H", "127.0.0.1", "-p", str(port)],
-        env=env,
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.DEVNULL,
-    )
-    deadline = time.monotonic() + 30
-    while True:
-        try:
-            with socket.create_connection(("127.0.0.1", port), timeout=0.5):
-                break
-        except OSError:
-            if process.poll() is not None or time.monotonic() > deadline:
-                raise RuntimeError("moto_server did not start") from None
-            time.sleep(0.05)
+    server = start_moto_server()
+    url, process = server.url, server.process
     iam = boto3.client(
         "iam",
         endpoint_url=url,
