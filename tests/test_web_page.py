@@ -12,19 +12,7 @@ from reaper.core.units import utc
 from reaper.interfaces.web.session import SESSION_COOKIE
 from tests.heartbeat_support import ADMIN
 from tests.reap_support import START
-from tests.web_support import EVIL_NAME, Fleet, fleet
-
-
-def _page(f: Fleet) -> str:
-    assert f.sign_in().status_code == 303
-    response = f.http.get("/")
-    assert response.status_code == 200
-    return response.text
-
-
-def _csrf(page: str) -> str:
-    [token] = set(re.findall(r'name="csrf" value="([^"]+)"', page))
-    return token
+from tests.web_support import EVIL_NAME, csrf_of, fleet, page_of
 
 
 def _section(page: str, name: str) -> str:
@@ -35,7 +23,7 @@ def _section(page: str, name: str) -> str:
 
 def test_the_page_shows_what_bills_what_goes_when_and_who_is_silent(tmp_path: Path) -> None:
     with fleet(tmp_path) as f:
-        page = _page(f)
+        page = page_of(f)
     running = _section(page, "running")
     assert "llm-finetune" in running and "$1.64/h" in running and "watchdog pinging" in running
     assert "eval-harness" in running and "no watchdog" in running and "$0.41/h" in running
@@ -58,7 +46,7 @@ def test_the_page_shows_what_bills_what_goes_when_and_who_is_silent(tmp_path: Pa
 
 def test_provider_names_are_text_never_markup(tmp_path: Path) -> None:
     with fleet(tmp_path) as f:
-        page = _page(f)
+        page = page_of(f)
     assert "<script" not in page
     assert "sweep-&lt;script&gt;alert(1)&lt;/script&gt;" in page
     assert EVIL_NAME not in page
@@ -67,16 +55,16 @@ def test_provider_names_are_text_never_markup(tmp_path: Path) -> None:
 def test_a_page_view_asks_no_provider(tmp_path: Path) -> None:
     with fleet(tmp_path) as f:
         before = (len(f.world.runpod.requests), len(f.world.vast.requests))
-        _page(f)
+        page_of(f)
         f.http.get("/status", headers={"Authorization": f"Bearer {ADMIN}"})
         assert (len(f.world.runpod.requests), len(f.world.vast.requests)) == before
 
 
 def test_keep_from_the_page_writes_the_keep_record_with_who_asked(tmp_path: Path) -> None:
     with fleet(tmp_path) as f:
-        page = _page(f)
+        page = page_of(f)
         key = f"runpod:{f.stopped_id}"
-        answer = f.http.post("/keep", data={"instance": key, "for": "1d", "csrf": _csrf(page)})
+        answer = f.http.post("/keep", data={"instance": key, "for": "1d", "csrf": csrf_of(page)})
         assert answer.status_code == 303 and answer.headers["location"].startswith("/#i-runpod")
         kept = f.app.store.history().kept[key]
         assert kept.by == "status page"
@@ -84,7 +72,7 @@ def test_keep_from_the_page_writes_the_keep_record_with_who_asked(tmp_path: Path
         stopped = _section(f.http.get("/").text, "stopped")
         assert "Kept until" in stopped and "by status page" in stopped
         assert "Unkeep" in stopped and "Will be terminated" not in stopped
-        unkept = f.http.post("/unkeep", data={"instance": key, "csrf": _csrf(page)})
+        unkept = f.http.post("/unkeep", data={"instance": key, "csrf": csrf_of(page)})
         assert unkept.status_code == 303
         assert key not in f.app.store.history().kept
         assert "Will be terminated" in _section(f.http.get("/").text, "stopped")
@@ -98,31 +86,33 @@ def test_keep_from_the_page_writes_the_keep_record_with_who_asked(tmp_path: Path
 
 def test_a_keep_without_or_with_a_wrong_csrf_token_is_refused(tmp_path: Path) -> None:
     with fleet(tmp_path) as f:
-        page = _page(f)
+        page = page_of(f)
         key = f"runpod:{f.stopped_id}"
         for form in (
             {"instance": key, "for": "1d"},
             {"instance": key, "for": "1d", "csrf": ""},
-            {"instance": key, "for": "1d", "csrf": _csrf(page) + "x"},
+            {"instance": key, "for": "1d", "csrf": csrf_of(page) + "x"},
         ):
             answer = f.http.post("/keep", data=form)
             assert answer.status_code == 403 and "CSRF" in answer.text
         # A CSRF token of another session is no token for this one.
         f.http.cookies.clear()
-        other_page = _page(f)
-        assert _csrf(other_page) != _csrf(page)
-        assert f.http.post("/keep", data={"instance": key, "csrf": _csrf(page)}).status_code == 403
+        other_page = page_of(f)
+        assert csrf_of(other_page) != csrf_of(page)
+        assert (
+            f.http.post("/keep", data={"instance": key, "csrf": csrf_of(page)}).status_code == 403
+        )
         assert f.app.store.history().kept == {}
 
 
 def test_a_keep_without_a_session_is_the_sign_in_page(tmp_path: Path) -> None:
     with fleet(tmp_path) as f:
-        page = _page(f)
+        page = page_of(f)
         f.http.cookies.clear()
         key = f"runpod:{f.stopped_id}"
         for cookie in ("", f"{SESSION_COOKIE}=v1.1.x.forged"):
             answer = f.http.post(
-                "/keep", data={"instance": key, "csrf": _csrf(page)}, headers={"cookie": cookie}
+                "/keep", data={"instance": key, "csrf": csrf_of(page)}, headers={"cookie": cookie}
             )
             assert answer.status_code == 403 and 'action="/login"' in answer.text
         assert f.app.store.history().kept == {}
@@ -130,7 +120,7 @@ def test_a_keep_without_a_session_is_the_sign_in_page(tmp_path: Path) -> None:
 
 def test_bad_keep_forms_are_one_line_4xx(tmp_path: Path) -> None:
     with fleet(tmp_path) as f:
-        csrf = _csrf(_page(f))
+        csrf = csrf_of(page_of(f))
         for form, status in (
             ({"instance": "runpod:no-such-pod", "csrf": csrf}, 404),
             ({"instance": "nonsense", "csrf": csrf}, 400),
@@ -153,7 +143,7 @@ def test_bad_keep_forms_are_one_line_4xx(tmp_path: Path) -> None:
 def test_the_page_says_how_old_its_data_is(tmp_path: Path) -> None:
     with fleet(tmp_path) as f:
         f.app.advance(hours=5)
-        page = _page(f)
+        page = page_of(f)
     assert "5h ago" in page and "old: the reap passes have not listed" in page
 
 

@@ -13,6 +13,7 @@ termination, the watchdog of the running pod up and `trainer-box` down.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
@@ -97,3 +98,18 @@ def fleet(tmp_path: Path, **overrides: Any) -> Iterator[Fleet]:
         with served(settings, clock=w.clock) as app:
             _monitors(app, running)
             yield Fleet(w, app, running, sweep, old, vast)
+
+
+def page_of(f: Fleet) -> str:
+    """The status page, signing in first when the client holds no session."""
+    if not f.http.cookies:
+        assert f.sign_in().status_code == 303
+    response = f.http.get("/")
+    assert response.status_code == 200
+    return response.text
+
+
+def csrf_of(page: str) -> str:
+    """The one CSRF token every form of the page carries."""
+    [token] = set(re.findall(r'name="csrf" value="([^"]+)"', page))
+    return token

@@ -16,8 +16,9 @@ Never the admin key in a page or a log line: it is compared in constant time and
 from __future__ import annotations
 
 import weakref
-from collections.abc import Mapping
+from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass, field
+from datetime import datetime
 from typing import TYPE_CHECKING
 from urllib.parse import parse_qsl
 
@@ -289,68 +290,59 @@ async def unkeep(request: Request, app: App, params: Mapping[str, str]) -> Answe
 # --- a monitor's buttons: pause, resume, mute, unmute ----------------------------------------
 
 PAGE = Asker(by=KEPT_BY, via=KEPT_BY)
+# A button's change: True done, False no such monitor, or the answer refusing the form.
+MonitorChange = Callable[["App", str, Mapping[str, str], datetime], "bool | Answer"]
+WebRoute = Callable[["Request", "App", Mapping[str, str]], Awaitable[Answer | None]]
 
 
-def _monitor_form(request: Request, app: App) -> tuple[str, dict[str, str], Answer | None]:
-    """The host a monitor button names (a valid host with a monitor), or the refusal."""
-    _s, form, refused = _authorised(request, app)
-    if refused is not None:
-        return "", form, refused
-    host = form.get("host", "")
-    if not valid_host(host):
-        return "", form, _line(400, "host: expected 1-100 of A-Z a-z 0-9 . _ - (not . or ..)")
-    return host, form, None
+def _monitor_button(change: MonitorChange) -> WebRoute:
+    """A monitor button's route: signed in, its CSRF token, a valid host; then `change`."""
+
+    async def route(request: Request, app: App, params: Mapping[str, str]) -> Answer | None:
+        if not app.settings.admin_key:
+            return None
+        _s, form, refused = _authorised(request, app)
+        if refused is not None:
+            return refused
+        host = form.get("host", "")
+        if not valid_host(host):
+            return _line(400, "host: expected 1-100 of A-Z a-z 0-9 . _ - (not . or ..)")
+        done = change(app, host, form, app.clock.now())
+        if isinstance(done, Answer):
+            return done
+        return (
+            _see_other("/#m-" + host) if done else _line(404, f"no monitor {host}: reload the page")
+        )
+
+    route.__doc__ = change.__doc__
+    return route
 
 
-def _monitor_done(host: str, found: bool) -> Answer:
-    if not found:
-        return _line(404, f"no monitor {host}: reload the page")
-    return _see_other("/#m-" + host)
-
-
-async def _pause(request: Request, app: App, *, paused: bool) -> Answer | None:
-    if not app.settings.admin_key:
-        return None
-    host, _form, refused = _monitor_form(request, app)
-    if refused is not None:
-        return refused
-    at = app.clock.now()
-    return _monitor_done(host, pause_monitor(app.store, host, paused=paused, at=at, asker=PAGE))
-
-
-async def pause(request: Request, app: App, params: Mapping[str, str]) -> Answer | None:
+def _pause(app: App, host: str, form: Mapping[str, str], at: datetime) -> bool:
     """As `reaper monitor pause`: it never alerts until resumed (a ping resumes it)."""
-    return await _pause(request, app, paused=True)
+    return pause_monitor(app.store, host, paused=True, at=at, asker=PAGE)
 
 
-async def resume(request: Request, app: App, params: Mapping[str, str]) -> Answer | None:
+def _resume(app: App, host: str, form: Mapping[str, str], at: datetime) -> bool:
     """As `reaper monitor resume`: its silence counts from now."""
-    return await _pause(request, app, paused=False)
+    return pause_monitor(app.store, host, paused=False, at=at, asker=PAGE)
 
 
-async def mute(request: Request, app: App, params: Mapping[str, str]) -> Answer | None:
-    """Mute a monitor for `for` (1d or 7d): its state is tracked, no alert goes out."""
-    if not app.settings.admin_key:
-        return None
-    host, form, refused = _monitor_form(request, app)
-    if refused is not None:
-        return refused
+def _mute(app: App, host: str, form: Mapping[str, str], at: datetime) -> bool | Answer:
+    """For `for` (1d or 7d): its state is tracked, no alert goes out."""
     length = MUTE_FOR.get(form.get("for", ""))
     if length is None:
         return _line(400, "for: expected 1d or 7d")
-    at = app.clock.now()
-    found = mute_monitor(app.store, host, until=at + length, at=at, asker=PAGE)
-    return _monitor_done(host, found)
+    return mute_monitor(app.store, host, until=at + length, at=at, asker=PAGE)
 
 
-async def unmute(request: Request, app: App, params: Mapping[str, str]) -> Answer | None:
-    if not app.settings.admin_key:
-        return None
-    host, _form, refused = _monitor_form(request, app)
-    if refused is not None:
-        return refused
-    found = mute_monitor(app.store, host, until=None, at=app.clock.now(), asker=PAGE)
-    return _monitor_done(host, found)
+def _unmute(app: App, host: str, form: Mapping[str, str], at: datetime) -> bool:
+    """It alerts again at once."""
+    return mute_monitor(app.store, host, until=None, at=at, asker=PAGE)
+
+
+pause, resume = _monitor_button(_pause), _monitor_button(_resume)
+mute, unmute = _monitor_button(_mute), _monitor_button(_unmute)
 
 
 __all__ = [
