@@ -136,30 +136,64 @@ def _one_of(allowed: frozenset[str]) -> Any:
 # --- the shared behaviour ---------------------------------------------------------------------
 
 
+# pydantic's compact form; one encoder, not one per call (json.dumps builds one for any option).
+_ENCODER = json.JSONEncoder(ensure_ascii=False, separators=(",", ":"))
+# Per record class: its field names in order, the defaults, the fields without one.
+_Layout = tuple[tuple[str, ...], dict[str, Any], frozenset[str]]
+_LAYOUTS: dict[type, _Layout] = {}
+
+
+def _layout(cls: type) -> _Layout:
+    found = _LAYOUTS.get(cls)
+    if found is None:
+        fields = dataclasses.fields(cls)
+        found = _LAYOUTS[cls] = (
+            tuple(f.name for f in fields),
+            {f.name: f.default for f in fields if f.default is not dataclasses.MISSING},
+            frozenset(f.name for f in fields if f.default is dataclasses.MISSING),
+        )
+    return found
+
+
 class _Record:
-    """What both records share: copies with changes, and the JSON the stores keep."""
+    """What both records share: copies with changes, and the JSON the stores keep.
+
+    Every ping reads, copies and writes a monitor, so these skip the generated `__init__`
+    (a frozen dataclass sets each field through `object.__setattr__`) and fill the instance's
+    `__dict__` at once: bench.heartbeat's saturation figure is what they are for."""
 
     # Each field's reader from JSON; a field not listed here is text.
     _READERS: ClassVar[Mapping[str, Any]]
 
     def model_copy(self, *, update: Mapping[str, Any] | None = None) -> Self:
-        return dataclasses.replace(self, **update) if update else self  # type: ignore[type-var]
+        if not update:
+            return self
+        unknown = update.keys() - self.__dict__.keys()
+        if unknown:
+            raise TypeError(f"{type(self).__name__} has no field {sorted(unknown)[0]!r}")
+        copied = object.__new__(type(self))
+        copied.__dict__.update(self.__dict__)
+        copied.__dict__.update(update)
+        return copied
 
     def _fields(self, exclude_defaults: bool) -> dict[str, Any]:
+        order, defaults, _required = _layout(type(self))
+        values = self.__dict__
         data: dict[str, Any] = {}
-        for f in dataclasses.fields(self):  # type: ignore[arg-type]
-            value = getattr(self, f.name)
-            if exclude_defaults and f.default is not dataclasses.MISSING and value == f.default:
+        for name in order:
+            value = values[name]
+            if exclude_defaults and name in defaults and value == defaults[name]:
                 continue
-            if isinstance(value, datetime):
+            kind = type(value)
+            if kind is datetime:
                 value = _datetime_json(value)
-            elif isinstance(value, timedelta):
+            elif kind is timedelta:
                 value = _duration_json(value)
-            data[f.name] = value
+            data[name] = value
         return data
 
     def model_dump_json(self, *, exclude_defaults: bool = False) -> str:
-        return json.dumps(self._fields(exclude_defaults), ensure_ascii=False, separators=(",", ":"))
+        return _ENCODER.encode(self._fields(exclude_defaults))
 
     def model_dump(self, *, mode: str = "json") -> dict[str, Any]:
         """Its fields as JSON values (the only mode reaper uses)."""
@@ -169,20 +203,22 @@ class _Record:
     def model_validate(cls, data: Mapping[str, Any]) -> Self:
         if not isinstance(data, Mapping):
             raise RecordError(f"{cls.__name__}: not an object")
-        names = {f.name for f in dataclasses.fields(cls)}  # type: ignore[arg-type]
-        values: dict[str, Any] = {}
+        _order, defaults, required = _layout(cls)
+        values = dict(defaults)
+        readers = cls._READERS
         for name, value in data.items():
-            if name not in names:
+            if name in required:
+                if value is None:
+                    continue  # reported as missing below
+            elif name not in defaults:
                 continue  # a field a later version added: ignored, as pydantic did
-            if value is None:
-                values[name] = None
-            else:
-                values[name] = cls._READERS.get(name, _str)(value, name)
-        try:
-            return cls(**values)
-        except TypeError:
-            missing = sorted(n for n in names if n not in values)
-            raise RecordError(f"{cls.__name__}: missing {', '.join(missing)}") from None
+            values[name] = None if value is None else readers.get(name, _str)(value, name)
+        missing = sorted(required - values.keys())
+        if missing:
+            raise RecordError(f"{cls.__name__}: missing {', '.join(missing)}")
+        record = object.__new__(cls)
+        record.__dict__.update(values)
+        return record
 
     @classmethod
     def model_validate_json(cls, text: str | bytes) -> Self:
