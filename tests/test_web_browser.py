@@ -106,6 +106,26 @@ def test_pause_and_mute_a_monitor_from_the_page(browser: Any, demo_fleet: Fleet)
     assert [a.kind for a in f.app.store.action_log()] == ["mute", "pause", "resume"]
 
 
+def test_a_monitors_page_its_log_and_its_own_timeout(browser: Any, demo_fleet: Fleet) -> None:
+    f = demo_fleet
+    f.app.ping("trainer-box", "log", method="POST", body=b"checkpoint 3 written")
+    sign_in(browser, f)
+    row = browser.find_element(_by().ID, "m-trainer-box")
+    row.find_element(_by().LINK_TEXT, "trainer-box").click()
+    assert "checkpoint 3 written" in text_of(browser, "#log")
+    field = browser.find_element(_by().NAME, "timeout")
+    field.clear()
+    field.send_keys("2h")
+    submit(browser, browser.find_element(_by().XPATH, "//button[text()='Save']"))
+    assert "now 2h" in text_of(browser, "#settings")
+    stored = f.app.store.get_monitor("trainer-box")
+    assert stored is not None and stored.timeout == timedelta(hours=2)
+    as_phone(browser)
+    screenshot(browser, "monitor-phone")
+    width = browser.execute_script("return document.documentElement.scrollWidth")
+    assert width <= 390, "no sideways scroll on the monitor's page either"
+
+
 def test_no_horizontal_scroll_at_390_px(browser: Any, demo_fleet: Fleet) -> None:
     as_phone(browser)
     try:

@@ -437,6 +437,9 @@ ROUTES: tuple[Route, ...] = (
     Route(("resume",), POST, _ROUTES + "resume"),
     Route(("mute",), POST, _ROUTES + "mute"),
     Route(("unmute",), POST, _ROUTES + "unmute"),
+    Route(("monitor", HOST), GET_HEAD, _ROUTES + "monitor_view"),
+    Route(("monitor", HOST, "settings"), POST, _ROUTES + "monitor_settings"),
+    Route(("monitor", HOST, "delete"), POST, _ROUTES + "monitor_delete"),
 )
 
 

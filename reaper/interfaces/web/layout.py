@@ -84,6 +84,12 @@ background:#fff;color:#1d2125;cursor:pointer}
 button.primary{background:#1d4f9c;border-color:#1d4f9c;color:#fff}
 input[type=password]{font:inherit;width:100%;padding:8px;border:1px solid #b9c0c8;
 border-radius:7px;margin:6px 0 10px}
+input[type=text]{font:inherit;width:7em;padding:5px;border:1px solid #b9c0c8;border-radius:7px}
+label{margin-right:10px;white-space:nowrap}
+table.log{border-collapse:collapse;width:100%;font-size:13px;table-layout:fixed}
+table.log td,table.log th{border-top:1px solid #e3e6ea;padding:4px;text-align:left;
+vertical-align:top;overflow-wrap:anywhere}
+table.log pre{white-space:pre-wrap;overflow-wrap:anywhere;margin:0;font-size:12px}
 pre.msg{white-space:pre-wrap;overflow-wrap:anywhere;margin:2px 0 0;font-size:12px;
 background:#f6f7f9;border-radius:6px;padding:4px 6px;max-height:6em;overflow:hidden;flex:1 1 100%}
 svg{display:block;width:100%;height:auto}

@@ -8,7 +8,7 @@ Every value that came from a provider or a ping (names, ids, accounts, messages)
 
 from __future__ import annotations
 
-from datetime import timedelta
+from datetime import datetime, timedelta
 
 from reaper.config import Settings
 from reaper.core.models import Instance
@@ -202,30 +202,31 @@ def _other(view: FleetView) -> str:
 MUTE_FOR = {"1d": timedelta(days=1), "7d": timedelta(days=7)}
 
 
-def monitor_actions(dog: Watchdog, view: FleetView, csrf: str) -> str:
-    """Pause or resume, mute for a day or unmute: each a POST form with `csrf`."""
+def monitor_actions(dog: Watchdog, now: datetime, csrf: str, *, back: str = "") -> str:
+    """Pause or resume, mute for a day or unmute: each a POST form with `csrf`; `back`
+    "monitor" brings the browser back to the monitor's own page instead of the status page."""
     m = dog.monitor
     if m.status == "retired":
         return ""
-    fields = {"host": m.host, "csrf": csrf}
+    fields = {"host": m.host, "csrf": csrf} | ({"back": back} if back else {})
     buttons = [
         post_button("/resume", "Resume", fields)
         if m.paused
         else post_button("/pause", "Pause", fields)
     ]
-    if muted(m, view.now):
+    if muted(m, now):
         buttons.append(post_button("/unmute", "Unmute", fields))
     elif not m.paused:
         buttons.append(post_button("/mute", "Mute 1 day", {**fields, "for": "1d"}))
     return "".join(buttons)
 
 
-def _monitor_line(dog: Watchdog, view: FleetView, settings: Settings) -> str:
+def monitor_line(dog: Watchdog, now: datetime, settings: Settings) -> str:
     m = dog.monitor
-    last = when(m.last_ping_at, view.now) if m.last_ping_at else "never"
-    down = f" · down since {when(m.down_since, view.now)}" if m.down_since else ""
+    last = when(m.last_ping_at, now) if m.last_ping_at else "never"
+    down = f" · down since {when(m.down_since, now)}" if m.down_since else ""
     after = humanize(down_after(m, settings.heartbeat_timeout))
-    mute = f" · muted until {when(m.muted_until, view.now)}" if muted(m, view.now) else ""
+    mute = f" · muted until {when(m.muted_until, now)}" if muted(m, now) else ""
     return f"last ping {last}{down} · down after {esc(after)} of silence{mute}"
 
 
@@ -240,12 +241,12 @@ def _watchdogs(view: FleetView, settings: Settings, csrf: str) -> str:
             "…" if len(m.last_message) > MESSAGE_SHOWN else ""
         )
         msg = f'<pre class="msg">{esc(message)}</pre>' if message else ""
-        actions = monitor_actions(dog, view, csrf)
+        actions = monitor_actions(dog, view.now, csrf)
         rows.append(
             f'<li class="monitor" id="m-{esc(m.host)}" data-state="{esc(dog.state)}">'
-            f'<span class="name">{esc(m.host)}</span>'
+            f'<span class="name"><a href="/monitor/{esc(m.host)}">{esc(m.host)}</a></span>'
             f'<span class="badge {esc(dog.state)}">{esc(dog.state)}</span>'
-            f'<span class="line small dim">{_monitor_line(dog, view, settings)}</span>{msg}'
+            f'<span class="line small dim">{monitor_line(dog, view.now, settings)}</span>{msg}'
             f'<span class="actions">{actions}</span></li>'
         )
     return (
@@ -355,4 +356,11 @@ def status_page(view: FleetView, settings: Settings, csrf: str) -> bytes:
     return document("reaper", body)
 
 
-__all__ = ["KEEP_CHOICES", "KEEP_FOR", "MUTE_FOR", "monitor_actions", "status_page"]
+__all__ = [
+    "KEEP_CHOICES",
+    "KEEP_FOR",
+    "MUTE_FOR",
+    "monitor_actions",
+    "monitor_line",
+    "status_page",
+]

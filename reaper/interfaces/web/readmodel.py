@@ -107,7 +107,7 @@ def saved_per_month(record: AuditRecord) -> float | None:
     return record.cost_per_hour * HOURS_PER_MONTH
 
 
-def _watchdog(monitor: Monitor, settings: Settings, now: datetime) -> Watchdog:
+def as_watchdog(monitor: Monitor, settings: Settings, now: datetime) -> Watchdog:
     silent_for = now - heard_or_resumed(monitor)
     state: str = monitor.status
     if monitor.paused and state != "retired":
@@ -181,7 +181,7 @@ def build_view(
         key=lambda i: (-(i.cost_per_hour or 0.0), i.key),
     )
     other = [i for i in instances if i.state not in BILLING_STATES and i.state != "stopped"]
-    watchdogs = [_watchdog(m, settings, now) for m in monitors if m.status != "retired"]
+    watchdogs = [as_watchdog(m, settings, now) for m in monitors if m.status != "retired"]
     watchdog_of: dict[str, Watchdog] = {}
     for dog in watchdogs:
         named = provider_host(dog.monitor.host)

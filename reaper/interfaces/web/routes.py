@@ -1,5 +1,6 @@
 """The status page's routes: `GET /`, `POST /login`, `GET|POST /login/<token>`, `POST /logout`,
-`POST /keep`, `POST /unkeep`, and a monitor's `POST /pause`, `/resume`, `/mute`, `/unmute`.
+`POST /keep`, `POST /unkeep`, a monitor's `POST /pause`, `/resume`, `/mute`, `/unmute`, and its
+own page `GET /monitor/<host>` with `POST /monitor/<host>/settings` and `/delete`.
 `reaper.interfaces.http` lists them in its route table; the same
 core answers under `reaper serve` and on Lambda.
 
@@ -18,7 +19,7 @@ from __future__ import annotations
 import weakref
 from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass, field
-from datetime import datetime
+from datetime import datetime, timedelta
 from typing import TYPE_CHECKING
 from urllib.parse import parse_qsl
 
@@ -27,9 +28,11 @@ from reaper.clock import Clock
 from reaper.config import ConfigError
 from reaper.core.heartbeat import valid_host
 from reaper.core.models import instance_key
+from reaper.core.monitors import BadSetting, SettingsChange, duration_setting
 from reaper.core.units import iso
 from reaper.interfaces.ratelimit import Rate, TokenBuckets, retry_after
 from reaper.interfaces.web.layout import HTML_HEADERS
+from reaper.interfaces.web.monitor_page import monitor_page, monitor_path
 from reaper.interfaces.web.page import KEEP_FOR, MUTE_FOR, status_page
 from reaper.interfaces.web.readmodel import listed_instance, read_view
 from reaper.interfaces.web.session import (
@@ -45,7 +48,13 @@ from reaper.interfaces.web.session import (
 )
 from reaper.interfaces.web.signin import link_page, signin_page
 from reaper.passes import keeping
-from reaper.passes.monitors import Asker, mute_monitor, pause_monitor
+from reaper.passes.monitors import (
+    Asker,
+    change_monitor,
+    delete_monitor,
+    mute_monitor,
+    pause_monitor,
+)
 
 if TYPE_CHECKING:
     from reaper.interfaces.http import App, Request
@@ -306,13 +315,13 @@ def _monitor_button(change: MonitorChange) -> WebRoute:
             return refused
         host = form.get("host", "")
         if not valid_host(host):
-            return _line(400, "host: expected 1-100 of A-Z a-z 0-9 . _ - (not . or ..)")
+            return _bad_host()
         done = change(app, host, form, app.clock.now())
         if isinstance(done, Answer):
             return done
-        return (
-            _see_other("/#m-" + host) if done else _line(404, f"no monitor {host}: reload the page")
-        )
+        if not done:
+            return _line(404, f"no monitor {host}: reload the page")
+        return _see_other(monitor_path(host) if form.get("back") == "monitor" else "/#m-" + host)
 
     route.__doc__ = change.__doc__
     return route
@@ -345,6 +354,91 @@ pause, resume = _monitor_button(_pause), _monitor_button(_resume)
 mute, unmute = _monitor_button(_mute), _monitor_button(_unmute)
 
 
+# --- a monitor's own page: its log, its settings, delete ------------------------------------
+
+
+def _monitor_shown(
+    app: App, session: Session, host: str, problem: str = "", status: int = 200
+) -> Answer:
+    monitor = app.store.get_monitor(host)
+    if monitor is None:
+        return _line(404, f"no monitor {host}")
+    assert app.settings.admin_key
+    page = monitor_page(
+        monitor,
+        app.store.monitor_log(host),
+        app.settings,
+        app.clock.now(),
+        session.csrf(app.settings.admin_key),
+        problem,
+    )
+    return _page(status, page)
+
+
+async def monitor_view(request: Request, app: App, params: Mapping[str, str]) -> Answer | None:
+    """`GET /monitor/<host>`: the monitor's page, for a signed-in browser."""
+    if not app.settings.admin_key:
+        return None
+    session = _session(request, app)
+    if session is None:
+        return _page(200, signin_page())
+    host = params["host"]
+    if not valid_host(host):
+        return _bad_host()
+    return _monitor_shown(app, session, host)
+
+
+def _bad_host() -> Answer:
+    return _line(400, "host: expected 1-100 of A-Z a-z 0-9 . _ - (not . or ..)")
+
+
+def _duration_field(form: Mapping[str, str], name: str) -> timedelta | None:
+    """Empty (or "default") is the default; BadSetting, one line, for anything unreadable."""
+    text = form.get(name, "").strip()
+    return None if not text else duration_setting(text, name)
+
+
+async def monitor_settings(request: Request, app: App, params: Mapping[str, str]) -> Answer | None:
+    """`POST /monitor/<host>/settings`: its own timeout and grace, as `reaper monitor set`."""
+    if not app.settings.admin_key:
+        return None
+    session, form, refused = _authorised(request, app)
+    if refused is not None:
+        return refused
+    assert session is not None
+    host = params["host"]
+    if not valid_host(host):
+        return _bad_host()
+    if app.store.get_monitor(host) is None:
+        return _line(404, f"no monitor {host}: reload the page")
+    try:
+        timeout, grace = _duration_field(form, "timeout"), _duration_field(form, "grace")
+    except BadSetting as bad:
+        return _monitor_shown(app, session, host, str(bad), status=400)
+    change = SettingsChange(
+        at=app.clock.now(), given=frozenset({"timeout", "grace"}), timeout=timeout, grace=grace
+    )
+    change_monitor(app.settings, app.store, host, change, PAGE)
+    return _see_other(monitor_path(host))
+
+
+async def monitor_delete(request: Request, app: App, params: Mapping[str, str]) -> Answer | None:
+    """`POST /monitor/<host>/delete` with `confirm=yes`: the monitor and its ping log."""
+    if not app.settings.admin_key:
+        return None
+    _s, form, refused = _authorised(request, app)
+    if refused is not None:
+        return refused
+    host = params["host"]
+    if not valid_host(host):
+        return _bad_host()
+    if form.get("confirm") != "yes":
+        return _line(400, "confirm: tick the box to delete the monitor and its log")
+    if not delete_monitor(app.store, host, at=app.clock.now(), asker=PAGE):
+        return _line(404, f"no monitor {host}: reload the page")
+    return _see_other("/#monitors")
+
+
 __all__ = [
     "FORM_LIMIT",
     "KEPT_BY",
@@ -355,6 +449,9 @@ __all__ = [
     "login",
     "login_link",
     "logout",
+    "monitor_delete",
+    "monitor_settings",
+    "monitor_view",
     "mute",
     "pause",
     "read_form",
