@@ -164,16 +164,7 @@ def status_command(settings: Settings, json_output: bool) -> int:
     store = open_store(settings.state, read_only=True, existing=True)
     now = SystemClock().now()
     try:
-        actions = views.recent_actions(store.action_log(since=now - views.RECENT_ACTIONS))
-        data = views.status_json(
-            settings,
-            store.list_monitors(),
-            store.last_reap(),
-            store.history(),
-            now,
-            store.listings(),
-            actions=actions,
-        )
+        data = views.status_report(settings, store, now)
     finally:
         store.close()
     if json_output:

@@ -30,15 +30,8 @@ from reaper.interfaces.http import (
     text_response,
     too_large,
 )
-from reaper.interfaces.views import (
-    RECENT_ACTIONS,
-    fleet_view_json,
-    monitor_detail_json,
-    recent_actions,
-    status_json,
-)
+from reaper.interfaces.views import monitor_detail_json, status_report
 from reaper.interfaces.web import routes as web
-from reaper.interfaces.web.readmodel import read_view
 from reaper.passes import correlate
 from reaper.passes.monitors import Asker, change_monitor, delete_monitor
 from reaper.passes.ping import UNDELIVERED_ALERT
@@ -174,19 +167,7 @@ def _take_failed(app: App, mark: str, now: datetime) -> bool:
 
 
 async def status(request: Request, app: App, params: Params) -> Response:
-    store, now = app.store, app.clock.now()
-    data = status_json(
-        app.settings,
-        store.list_monitors(),
-        store.last_reap(),
-        store.history(),
-        now,
-        store.listings(),
-        actions=recent_actions(store.action_log(since=now - RECENT_ACTIONS)),
-    )
-    # The status page's data by name (names, costs, deadlines, runway, snapshots).
-    data |= fleet_view_json(read_view(store, app.settings, now))
-    return json_response(200, data)
+    return json_response(200, status_report(app.settings, app.store, app.clock.now()))
 
 
 # --- actions from the phone ---------------------------------------------------------------

@@ -31,11 +31,12 @@ from reaper.core.policy import protection_reason
 from reaper.core.runway import runway_short
 from reaper.core.units import ago, humanize, iso, money, parse_time, utc, when
 from reaper.interfaces.table import format_table
-from reaper.interfaces.web.readmodel import FleetView, saved_per_month
+from reaper.interfaces.web.readmodel import FleetView, read_view, saved_per_month
 from reaper.passes.guards import GuardReport
 from reaper.passes.reap import ActionResult, ReapReport
 from reaper.passes.watch import WatchReport
 from reaper.providers.plugins import provider_host
+from reaper.store.base import Store
 
 # --- reap -----------------------------------------------------------------------------------
 
@@ -717,6 +718,22 @@ def _instance_json(inst: Instance) -> dict[str, Any]:
 
 # How many of the newest snapshots `/status` carries.
 STATUS_SNAPSHOTS = 48
+
+
+def status_report(settings: Settings, store: Store, now: datetime) -> dict[str, Any]:
+    """What `reaper status --json` prints and `GET /status` answers: the monitors, the last
+    reap, the stopped fleet and what people did, plus the status page's data by name (names,
+    costs, deadlines, runway, snapshots). One function, so both say the same."""
+    data = status_json(
+        settings,
+        store.list_monitors(),
+        store.last_reap(),
+        store.history(),
+        now,
+        store.listings(),
+        actions=recent_actions(store.action_log(since=now - RECENT_ACTIONS)),
+    )
+    return data | fleet_view_json(read_view(store, settings, now))
 
 
 def fleet_view_json(view: FleetView) -> dict[str, Any]:
