@@ -25,7 +25,7 @@ import math
 import re
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, replace
-from datetime import datetime
+from datetime import datetime, timedelta
 from typing import Any
 
 from emulators.server import (
@@ -113,6 +113,8 @@ class RunPodEmulator(EmulatorServer[str, _Pod]):
         self._volumes: dict[str, list[dict[str, Any]]] = {}
         self._endpoints: dict[str, list[dict[str, Any]]] = {}
         self._balances: dict[str, dict[str, float | None]] = {}
+        # `GET /v2/billing`: the amount billed per UTC day (its midnight), per account.
+        self._billing: dict[str, dict[datetime, float]] = {}
         self._ids = itertools.count(1)
 
     @property
@@ -302,6 +304,15 @@ class RunPodEmulator(EmulatorServer[str, _Pod]):
                 "spendLimit": spend_limit,
             }
 
+    def set_billing(self, amounts: Mapping[datetime, float], account: str | None = None) -> None:
+        """What `GET /v2/billing?bucketSize=day` answers per day (a datetime's UTC day)."""
+        days = {
+            moment.replace(hour=0, minute=0, second=0, microsecond=0): amount
+            for moment, amount in amounts.items()
+        }
+        with self.lock:
+            self._billing.setdefault(account or self.default_account(), {}).update(days)
+
     # ---- status shaping --------------------------------------------------------------------
 
     def _apply_status(self, pod: _Pod, status: str) -> None:
@@ -351,6 +362,8 @@ class RunPodEmulator(EmulatorServer[str, _Pod]):
             return "volumes"
         if path == "/v2/serverless":
             return "serverless"
+        if path == "/v2/billing":
+            return "billing"
         return "other"
 
     def annotate(self, request: Request) -> Request:
@@ -389,6 +402,7 @@ class RunPodEmulator(EmulatorServer[str, _Pod]):
             "delete": "DELETE",
             "volumes": "GET",
             "serverless": "GET",
+            "billing": "GET",
         }
         if kind in ("other",):
             return self.error(request, 404, "no such route")
@@ -409,7 +423,60 @@ class RunPodEmulator(EmulatorServer[str, _Pod]):
             return self._json(
                 200, {"networkVolumes": list(self._volumes.get(account, []))}, request
             )
+        if kind == "billing":
+            return self._billing_answer(request, account)
         return self._json(200, {"endpoints": list(self._endpoints.get(account, []))}, request)
+
+    def _billing_answer(self, request: Request, account: str) -> Response:
+        """`GET /v2/billing` with `bucketSize=day` and `lastN` (the spec's form: the last N
+        buckets, today's in progress last, the window aligned to midnights). A record per day
+        that has an amount; a day of the window without one billed nothing. Whether the live
+        API leaves such days out or answers them as zero is not documented: the client reads
+        both the same way (the answer's `metadata.query` window says which days it covers)."""
+        if request.query.get("bucketSize", "day") != "day":
+            return self.error(request, 400, "the emulator answers bucketSize=day only")
+        try:
+            last = int(request.query.get("lastN", "30"))
+        except ValueError:
+            return self.error(request, 400, "lastN: expected a whole number")
+        if last < 1:
+            return self.error(request, 400, "lastN: at least 1")
+        today = self._now().replace(hour=0, minute=0, second=0, microsecond=0)
+        start, end = today - timedelta(days=last - 1), today + timedelta(days=1)
+        amounts = self._billing.get(account, {})
+        zero = {
+            "podGpuAmount": 0,
+            "podCpuAmount": 0,
+            "podDiskAmount": 0,
+            "serverlessGpuAmount": 0,
+            "serverlessCpuAmount": 0,
+            "serverlessDiskAmount": 0,
+            "serverlessFeeAmount": 0,
+            "storageStandardAmount": 0,
+            "storageHighPerformanceAmount": 0,
+            "endpointAmount": 0,
+            "clusterGpuAmount": 0,
+            "clusterDiskAmount": 0,
+            "clusterNetworkingAmount": 0,
+        }
+        records = [
+            {
+                "startTime": iso(day),
+                "endTime": iso(day + timedelta(days=1)),
+                "totalAmount": amount,
+                **zero,
+                "podGpuAmount": amount,
+            }
+            for day, amount in sorted(amounts.items())
+            if start <= day < end
+        ]
+        total = round(sum(a for d, a in amounts.items() if start <= d < end), 6)
+        metadata = {
+            "query": {"startTime": iso(start), "endTime": iso(end), "bucketSize": "day"},
+            "recordCount": len(records),
+            "totals": {"totalAmount": total, **zero, "podGpuAmount": total},
+        }
+        return self._json(200, {"records": records, "metadata": metadata}, request)
 
     def _page(self, request: Request, account: str, pods: list[Any]) -> Response:
         """One page of the listing, as the live v2 API pages it (see the module docstring)."""

@@ -69,7 +69,12 @@ def test_a_delayed_job_does_not_run_at_start_up_and_runs_after_its_delay() -> No
         async def digest() -> None:
             ran.append(time.perf_counter() - started)
 
-        scheduler = Scheduler([Job("digest", timedelta(days=1), digest, delay=lambda: 0.3)])
+        # The delay is asked again after each run (the next 08:00): a day later here, so that
+        # a slow machine's longer sleep below cannot see a second run.
+        delays = iter([0.3])
+        scheduler = Scheduler(
+            [Job("digest", timedelta(days=1), digest, delay=lambda: next(delays, 86400.0))]
+        )
         scheduler.start()
         await asyncio.sleep(0.1)
         at_start = len(ran)

@@ -395,6 +395,16 @@ class Balance(BaseModel):
     spend_limit: float | None = None
 
 
+class BilledDay(BaseModel):
+    """What the provider's own billing history says one UTC day cost an account (`day`: its
+    midnight); the day in progress is the last, and still growing."""
+
+    model_config = ConfigDict(frozen=True, defer_build=True)
+
+    day: datetime
+    amount: float
+
+
 class Volume(BaseModel):
     """A provider's storage volume, for the leak guards."""
 

@@ -9,12 +9,12 @@ that was down for a day does not pretend it knows what was billed meanwhile).
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from datetime import datetime, timedelta
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from reaper.core.models import AccountError, Balance, Instance, State
+from reaper.core.models import AccountError, Balance, BilledDay, Instance, State
 
 # How long a snapshot's rates are taken to hold when no later snapshot follows sooner.
 MAX_GAP = timedelta(hours=2)
@@ -41,6 +41,9 @@ class AccountSnapshot(BaseModel):
     # What the provider reported of the account, when it did.
     balance: float | None = None
     spend_per_hour: float | None = None
+    # The provider's own billing history as this pass read it (the last 30 UTC days, today
+    # last and in progress); None where the provider offers none or it could not be read.
+    billed: list[BilledDay] | None = None
 
     @property
     def per_hour(self) -> float | None:
@@ -84,6 +87,8 @@ def take_snapshot(
     instances: Sequence[Instance],
     balances: Sequence[Balance] = (),
     errors: Sequence[AccountError] = (),
+    *,
+    billed: Mapping[tuple[str, str], list[BilledDay]] | None = None,
 ) -> Snapshot:
     """The snapshot of a pass: `accounts` are every (provider, account) it listed."""
     failed = {(e.provider, e.account) for e in errors}
@@ -94,6 +99,7 @@ def take_snapshot(
         known = {
             "balance": balance.balance if balance else None,
             "spend_per_hour": balance.spend_per_hour if balance else None,
+            "billed": (billed or {}).get((provider, account)),
         }
         if (provider, account) in failed:
             rows.append(

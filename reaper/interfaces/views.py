@@ -783,6 +783,11 @@ def fleet_view_json(view: FleetView) -> dict[str, Any]:
                 else a.billing_per_hour,
                 "runway_hours": None if a.runway_hours is None else round(a.runway_hours, 2),
                 "listed_at": iso(a.listed_at),
+                "billed_7d": a.billed_over(7, view.now),
+                "billed_30d": a.billed_over(30, view.now),
+                "billed": None
+                if a.billed is None
+                else [{"day": iso(b.day), "amount": b.amount} for b in a.billed],
             }
             for a in view.accounts
         ],

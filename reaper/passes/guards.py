@@ -30,7 +30,7 @@ from reaper.core.leaks import (
     undetermined_keys,
     with_spend,
 )
-from reaper.core.models import Alert, Balance, Episode, Instance, Volume
+from reaper.core.models import Alert, Balance, BilledDay, Episode, Instance, Volume
 from reaper.core.runway import runway_hours, runway_key, runway_short
 from reaper.passes.context import Context
 from reaper.passes.observe import Observation, read_extras
@@ -58,6 +58,8 @@ class GuardReport:
     alerted: list[str] = field(default_factory=list)
     balances: list[Balance] = field(default_factory=list)
     volumes: list[Volume] = field(default_factory=list)
+    # The providers' own billing history, per account that offers one (for the snapshot).
+    billed: dict[tuple[str, str], list[BilledDay]] = field(default_factory=dict)
     warnings: list[GuardWarning] = field(default_factory=list)
     balance_min: float = 0.0
     balance_hours: float = 0.0
@@ -268,6 +270,7 @@ async def _run(run: _GuardPass, seen: Observation, fleet: list[Instance]) -> Non
             if account in extras.volumes_read:
                 closable.add(("volumes", *account))
     report.volumes = extras.volumes
+    report.billed = extras.billed
     report.balances = with_spend(extras.balances, fleet, failed)
     for balance in report.balances:
         await run.balance(balance)

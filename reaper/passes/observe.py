@@ -13,9 +13,13 @@ import asyncio
 from collections.abc import Collection, Sequence
 from dataclasses import dataclass, field
 
-from reaper.core.models import AccountError, Balance, Instance, Volume
+from reaper import log
+from reaper.core.models import AccountError, Balance, BilledDay, Instance, Volume
 from reaper.providers.base import ProviderClient, error_text
 from reaper.providers.parsing import merge_duplicates
+
+# How much of the providers' own billing history a pass reads: the status page's longest chart.
+BILLING_DAYS = 30
 
 
 @dataclass
@@ -72,6 +76,9 @@ class Extras:
     failures: dict[tuple[str, str], dict[str, str]] = field(default_factory=dict)
     # Accounts whose volumes were read (an orphan-volume episode may close only there).
     volumes_read: set[tuple[str, str]] = field(default_factory=set)
+    # The provider's own billing history per account, where it offers one and it was read
+    # (a failed read is a log line: nothing depends on it but the status page's chart).
+    billed: dict[tuple[str, str], list[BilledDay]] = field(default_factory=dict)
 
 
 async def read_extras(clients: Sequence[ProviderClient], seen: Observation) -> Extras:
@@ -80,20 +87,23 @@ async def read_extras(clients: Sequence[ProviderClient], seen: Observation) -> E
     a volume is attached when any instance mounts it), so it need not list again; an account
     whose listing failed lists for itself."""
 
-    async def one(client: ProviderClient) -> tuple[object, object]:
+    async def one(client: ProviderClient) -> tuple[object, object, object]:
         account = (client.provider, client.account)
         instances = (
             [i for i in seen.instances if i.provider == client.provider]
             if account in seen.complete
             else None
         )
-        balance, volumes = await asyncio.gather(
-            client.balance(), client.volumes(instances), return_exceptions=True
+        balance, volumes, billed = await asyncio.gather(
+            client.balance(),
+            client.volumes(instances),
+            client.billing(BILLING_DAYS),
+            return_exceptions=True,
         )
-        return balance, volumes
+        return balance, volumes, billed
 
     extras = Extras()
-    for client, (balance, volumes) in zip(
+    for client, (balance, volumes, billed) in zip(
         clients, await asyncio.gather(*(one(c) for c in clients)), strict=True
     ):
         account = (client.provider, client.account)
@@ -109,4 +119,14 @@ async def read_extras(clients: Sequence[ProviderClient], seen: Observation) -> E
             extras.volumes_read.add(account)
         if failures:
             extras.failures[account] = failures
+        if isinstance(billed, BaseException):
+            log.event(
+                "billing",
+                provider=account[0],
+                account=account[1],
+                result="error",
+                error=error_text(billed),
+            )
+        elif isinstance(billed, list):
+            extras.billed[account] = billed
     return extras

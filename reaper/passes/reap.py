@@ -1015,9 +1015,14 @@ def _record_snapshot(run: _Pass) -> None:
     account — for the status page's spend chart and runway. A read model for people: it never
     fails the pass (and a dry run's store only records that it would write it)."""
     report = run.report
-    balances = report.guards.balances if report.guards is not None else []
+    guards = report.guards
     snapshot = take_snapshot(
-        run.started, run.seen.listed, report.instances, balances, report.errors
+        run.started,
+        run.seen.listed,
+        report.instances,
+        guards.balances if guards is not None else [],
+        report.errors,
+        billed=guards.billed if guards is not None else {},
     )
     try:
         run.store.record_snapshot(snapshot)

@@ -19,7 +19,7 @@ from typing import TYPE_CHECKING, Literal, Protocol
 if TYPE_CHECKING:
     from datetime import datetime
 
-    from reaper.core.models import Balance, Instance, Volume
+    from reaper.core.models import Balance, BilledDay, Instance, Volume
 
 TerminateOutcome = Literal["deleted", "not_found"]
 
@@ -111,6 +111,12 @@ class ProviderClient(Protocol):
         ...
 
     async def balance(self) -> Balance: ...
+
+    async def billing(self, days: int) -> list[BilledDay] | None:
+        """The provider's own billing history: one total per UTC day, the last `days` days
+        with today (in progress) last; a day it does not answer for is left out. None when
+        the provider offers no billing history reaper can read."""
+        ...
 
     async def volumes(self, instances: Sequence[Instance] | None = None) -> list[Volume]:
         """The account's volumes. `instances`: this account's complete listing from the same

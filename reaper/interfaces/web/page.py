@@ -273,8 +273,27 @@ def _spend(view: FleetView) -> str:
             f'<h2 style="margin-top:8px">{esc(title)}</h2>'
             f"{spend_chart(series, f'Spend per day, {title.lower()}')}"
             f'<p class="small dim">{esc(chart_summary(series))}</p>'
+            f"{_billed(view, days)}"
         )
     return f'<section class="card" id="spend"><h2>Spend</h2>{legend}{"".join(charts)}</section>'
+
+
+def _billed(view: FleetView, days: int) -> str:
+    """What the providers that keep a billing history say they billed over these days: the
+    chart above is reaper's own estimate from its snapshots, this is the provider's account."""
+    lines = []
+    for account in view.accounts:
+        if account.billed is None:
+            continue
+        amount = account.billed_over(days, view.now)
+        who = f"{label(account.provider)} ({account.account})"
+        said = (
+            f"{who} billed {money(amount)} over these {days} days, by its own billing history"
+            if amount is not None
+            else f"{who}: its billing history does not cover these {days} days yet"
+        )
+        lines.append(f'<p class="small billed">{esc(said)}</p>')
+    return "".join(lines)
 
 
 def _runway(hours: float | None) -> str:

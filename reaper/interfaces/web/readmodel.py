@@ -15,6 +15,7 @@ from datetime import datetime, timedelta
 from reaper.config import Settings
 from reaper.core.models import (
     AuditRecord,
+    BilledDay,
     History,
     Instance,
     KeptInstance,
@@ -58,6 +59,20 @@ class AccountView:
     balance: float | None = None
     spend_per_hour: float | None = None
     billing_per_hour: float | None = None
+    # The provider's own billing history, from the newest snapshot that has it.
+    billed: tuple[BilledDay, ...] | None = None
+
+    def billed_over(self, days: int, now: datetime) -> float | None:
+        """What the provider billed over the last `days` UTC days (today included), or None
+        when it offers no history or its history misses one of those days."""
+        if self.billed is None:
+            return None
+        today = now.replace(hour=0, minute=0, second=0, microsecond=0)
+        wanted = {today - timedelta(days=n) for n in range(days)}
+        amounts = {b.day: b.amount for b in self.billed if b.day in wanted}
+        if len(amounts) < days:
+            return None
+        return round(sum(amounts.values()), 2)
 
     @property
     def runway_hours(self) -> float | None:
@@ -117,18 +132,28 @@ def as_watchdog(monitor: Monitor, settings: Settings, now: datetime) -> Watchdog
     return Watchdog(monitor=monitor, state=state, silent_for=silent_for)
 
 
-def _accounts(listings: list[Listing], latest: Snapshot | None) -> list[AccountView]:
+def _accounts(listings: list[Listing], snapshots: list[Snapshot]) -> list[AccountView]:
+    """Each account from the newest snapshot, with the newest billing history any snapshot
+    holds for it (a pass whose billing read failed leaves the last one in force)."""
     rows: dict[tuple[str, str], AccountView] = {
         (x.provider, x.account): AccountView(x.provider, x.account, x.at) for x in listings
     }
+    billed: dict[tuple[str, str], list[BilledDay]] = {}
+    for taken in sorted(snapshots, key=lambda s: s.at):
+        for row in taken.accounts:
+            if row.billed is not None:
+                billed[(row.provider, row.account)] = row.billed
+    latest = max(snapshots, key=lambda s: s.at) if snapshots else None
     for snap in latest.accounts if latest is not None else []:
         key = (snap.provider, snap.account)
         listed = rows[key].listed_at if key in rows else None
-        rows[key] = _account_view(snap, listed)
+        rows[key] = _account_view(snap, listed, billed.get(key))
     return [rows[key] for key in sorted(rows)]
 
 
-def _account_view(snap: AccountSnapshot, listed_at: datetime | None) -> AccountView:
+def _account_view(
+    snap: AccountSnapshot, listed_at: datetime | None, billed: list[BilledDay] | None
+) -> AccountView:
     return AccountView(
         provider=snap.provider,
         account=snap.account,
@@ -136,6 +161,7 @@ def _account_view(snap: AccountSnapshot, listed_at: datetime | None) -> AccountV
         balance=snap.balance,
         spend_per_hour=snap.spend_per_hour,
         billing_per_hour=snap.per_hour,
+        billed=tuple(billed) if billed is not None else None,
     )
 
 
@@ -199,7 +225,7 @@ def build_view(
         audit=sorted(audit, key=lambda r: r.requested_at, reverse=True)[:AUDIT_SHOWN],
         snapshots=snapshots,
         last_reap=last_reap,
-        accounts=_accounts(listings, snapshots[-1] if snapshots else None),
+        accounts=_accounts(listings, snapshots),
     )
 
 

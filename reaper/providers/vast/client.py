@@ -36,7 +36,7 @@ from pydantic import StrictInt, StrictStr
 
 from reaper import log
 from reaper.config import Account, ProviderSettings
-from reaper.core.models import Balance, Instance, ProviderName, State, Volume
+from reaper.core.models import Balance, BilledDay, Instance, ProviderName, State, Volume
 from reaper.providers.base import UNREADABLE_ID_PREFIX, TerminateOutcome
 from reaper.providers.http import HttpOptions, Requester, json_object, read_each
 from reaper.providers.parsing import (
@@ -447,6 +447,12 @@ class VastClient:
         if amount is None:
             amount = as_number(body.get("balance"))
         return Balance(provider=NAME, account=self.account, balance=amount)
+
+    async def billing(self, days: int) -> list[BilledDay] | None:
+        """None: the API reference reaper follows documents no per-day billing history (Vast's
+        invoices are per charge, not per day), so the status page shows its spend from the
+        snapshots alone."""
+        return None
 
     async def volumes(self, instances: Sequence[Instance] | None = None) -> list[Volume]:
         """`GET /api/v0/volumes/?owner=me` (`owner=me` comes from Vast's SDK, not the spec).
