@@ -88,9 +88,11 @@ def test_unreadable_records_leave_their_day_unknown() -> None:
 def test_an_answer_without_records_is_a_provider_error(
     body: object, status: int, words: str
 ) -> None:
-    with _answering(body, status)({"main": RP_KEY}) as server:
-        with pytest.raises(ProviderError, match="billing") as caught:
-            _billing(server)
+    with (
+        _answering(body, status)({"main": RP_KEY}) as server,
+        pytest.raises(ProviderError, match="billing") as caught,
+    ):
+        _billing(server)
     assert words in caught.value.message
 
 
