@@ -235,6 +235,20 @@ def test_runpod_serverless_endpoints_match_the_spec(
     check(answer.json(), runpod_schema("ListEndpointsResponse"))
 
 
+def test_runpod_billing_matches_the_spec(runpod: RunPodEmulator, web: httpx.Client) -> None:
+    from datetime import UTC, datetime
+
+    runpod.set_billing({datetime.now(UTC): 4.5})
+    answer = web.get(
+        f"{runpod.rest_url}/billing",
+        params={"bucketSize": "day", "lastN": "7"},
+        headers=auth(RP_KEY),
+    )
+    assert answer.status_code == 200
+    assert [r["totalAmount"] for r in answer.json()["records"]] == [4.5]
+    check(answer.json(), runpod_schema("ListBillingResponse"))
+
+
 def test_the_spec_example_pod_passes_the_same_check() -> None:
     """The checker itself works: the spec's own example passes and a broken pod fails."""
     assert REFERENCE is not None
