@@ -65,8 +65,8 @@ def _datetime(value: object, name: str) -> datetime:
 
 _DAYS_PER_YEAR = 365  # as pydantic writes (and reads) a year of a duration
 _DURATION = re.compile(
-    r"(?P<sign>-)?P(?:(?P<y>\d+)Y)?(?:(?P<w>\d+)W)?(?:(?P<d>\d+)D)?"
-    r"(?:T(?:(?P<h>\d+)H)?(?:(?P<m>\d+)M)?(?:(?P<s>\d+(?:\.\d+)?)S)?)?"
+    r"(?P<sign>-)?P(?:(?P<y>[0-9]+)Y)?(?:(?P<w>[0-9]+)W)?(?:(?P<d>[0-9]+)D)?"
+    r"(?:T(?:(?P<h>[0-9]+)H)?(?:(?P<m>[0-9]+)M)?(?:(?P<s>[0-9]+(?:\.[0-9]+)?)S)?)?"
 )
 
 
@@ -97,12 +97,15 @@ def _duration(value: object, name: str) -> timedelta:
     if match is None or value in ("P", "-P") or str(value).endswith("T"):
         raise RecordError(f"{name}: not an ISO 8601 duration")
     parts = {k: float(v) if v else 0.0 for k, v in match.groupdict().items() if k != "sign"}
-    length = timedelta(
-        days=parts["y"] * _DAYS_PER_YEAR + parts["w"] * 7 + parts["d"],
-        hours=parts["h"],
-        minutes=parts["m"],
-        seconds=parts["s"],
-    )
+    try:
+        length = timedelta(
+            days=parts["y"] * _DAYS_PER_YEAR + parts["w"] * 7 + parts["d"],
+            hours=parts["h"],
+            minutes=parts["m"],
+            seconds=parts["s"],
+        )
+    except OverflowError:
+        raise RecordError(f"{name}: a duration too long to hold") from None
     return -length if match["sign"] else length
 
 

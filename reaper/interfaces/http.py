@@ -410,6 +410,7 @@ SUFFIX = Segment("suffix", lambda suffix: _ping_kind(suffix) is not None)
 PING_METHODS = frozenset({"GET", "POST", "HEAD"})
 
 _ROUTES = "reaper.interfaces.routes:"
+_WEB = "reaper.interfaces.web.routes:"
 POST = frozenset({"POST"})
 
 ROUTES: tuple[Route, ...] = (
@@ -427,19 +428,19 @@ ROUTES: tuple[Route, ...] = (
     Route(("act", TOKEN), frozenset({"GET", "HEAD", "POST"}), _ROUTES + "act"),
     Route(("telegram", SECRET), POST, _ROUTES + "telegram", key="telegram"),
     # --- the status page (reaper.interfaces.web): its own sessions, never a Bearer key ---
-    Route(("",), GET_HEAD, _ROUTES + "home"),
-    Route(("login",), POST, _ROUTES + "login"),
-    Route(("login", Segment("token")), frozenset({"GET", "POST", "HEAD"}), _ROUTES + "login_link"),
-    Route(("logout",), POST, _ROUTES + "logout"),
-    Route(("keep",), POST, _ROUTES + "keep"),
-    Route(("unkeep",), POST, _ROUTES + "unkeep"),
-    Route(("pause",), POST, _ROUTES + "pause"),
-    Route(("resume",), POST, _ROUTES + "resume"),
-    Route(("mute",), POST, _ROUTES + "mute"),
-    Route(("unmute",), POST, _ROUTES + "unmute"),
-    Route(("monitor", HOST), GET_HEAD, _ROUTES + "monitor_view"),
-    Route(("monitor", HOST, "settings"), POST, _ROUTES + "monitor_settings"),
-    Route(("monitor", HOST, "delete"), POST, _ROUTES + "monitor_delete"),
+    Route(("",), GET_HEAD, _WEB + "home"),
+    Route(("login",), POST, _WEB + "login"),
+    Route(("login", Segment("token")), frozenset({"GET", "POST", "HEAD"}), _WEB + "login_link"),
+    Route(("logout",), POST, _WEB + "logout"),
+    Route(("keep",), POST, _WEB + "keep"),
+    Route(("unkeep",), POST, _WEB + "unkeep"),
+    Route(("pause",), POST, _WEB + "pause"),
+    Route(("resume",), POST, _WEB + "resume"),
+    Route(("mute",), POST, _WEB + "mute"),
+    Route(("unmute",), POST, _WEB + "unmute"),
+    Route(("monitor", HOST), GET_HEAD, _WEB + "monitor_view"),
+    Route(("monitor", HOST, "settings"), POST, _WEB + "monitor_settings"),
+    Route(("monitor", HOST, "delete"), POST, _WEB + "monitor_delete"),
 )
 
 

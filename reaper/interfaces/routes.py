@@ -1,5 +1,6 @@
 """The routes that read or change more than one monitor: `/alert`, `/status`,
-`/monitors/<host>`, `/act/<token>`, `/telegram/<secret>` and the status page's. The route table
+`/monitors/<host>`, `/act/<token>`, `/telegram/<secret>` (the status page's are in
+`reaper.interfaces.web.routes`). The route table
 in `reaper.interfaces.http` names each by its import path, so this module — and the pydantic
 models, the views and the channels it needs — is imported by the first request that needs
 one: a container started for a ping never loads it.
@@ -8,7 +9,6 @@ one: a container started for a ping never loads it.
 from __future__ import annotations
 
 import json
-from collections.abc import Awaitable, Callable
 from datetime import datetime, timedelta
 from typing import TYPE_CHECKING, Any
 
@@ -20,7 +20,6 @@ from reaper.core.monitors import BadSetting, parse_change
 from reaper.interfaces.http import (
     INVALID_HOST,
     MAX_BODY,
-    NOT_FOUND,
     App,
     Params,
     Request,
@@ -31,7 +30,6 @@ from reaper.interfaces.http import (
     too_large,
 )
 from reaper.interfaces.views import monitor_detail_json, status_report
-from reaper.interfaces.web import routes as web
 from reaper.passes import correlate
 from reaper.passes.monitors import Asker, change_monitor, delete_monitor
 from reaper.passes.ping import UNDELIVERED_ALERT
@@ -243,36 +241,3 @@ def _put_monitor(request: Request, app: App, host: str, now: datetime) -> Respon
     events = app.store.monitor_log(host)
     body = monitor_detail_json(changed.monitor, events, app.settings, now)
     return json_response(200, {**body, "created": changed.created})
-
-
-# --- the status page (reaper.interfaces.web): its own sessions, never a Bearer key ----------
-
-
-def web_route(
-    handler: Callable[[Request, App, Params], Awaitable[web.Answer | None]],
-) -> Callable[[Request, App, Params], Awaitable[Response]]:
-    """A status-page route in the table: its answer as a `Response`; None is the unknown
-    route's answer, byte for byte (REAPER_ADMIN_KEY unset, a malformed link)."""
-
-    async def route(request: Request, app: App, params: Params) -> Response:
-        answer = await handler(request, app, params)
-        if answer is None:
-            return NOT_FOUND
-        return Response(answer.status, answer.body, answer.headers)
-
-    return route
-
-
-home = web_route(web.home)
-login = web_route(web.login)
-login_link = web_route(web.login_link)
-logout = web_route(web.logout)
-keep = web_route(web.keep)
-unkeep = web_route(web.unkeep)
-pause = web_route(web.pause)
-resume = web_route(web.resume)
-mute = web_route(web.mute)
-unmute = web_route(web.unmute)
-monitor_view = web_route(web.monitor_view)
-monitor_settings = web_route(web.monitor_settings)
-monitor_delete = web_route(web.monitor_delete)

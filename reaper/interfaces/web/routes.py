@@ -1,11 +1,11 @@
 """The status page's routes: `GET /`, `POST /login`, `GET|POST /login/<token>`, `POST /logout`,
 `POST /keep`, `POST /unkeep`, a monitor's `POST /pause`, `/resume`, `/mute`, `/unmute`, and its
 own page `GET /monitor/<host>` with `POST /monitor/<host>/settings` and `/delete`.
-`reaper.interfaces.http` lists them in its route table; the same
-core answers under `reaper serve` and on Lambda.
+`reaper.interfaces.http` lists them in its route table by import path (loaded by the first
+request for one); the same core answers under `reaper serve` and on Lambda.
 
 Rules, in the order they are applied:
-- REAPER_ADMIN_KEY unset: every route here answers exactly like an unknown route (None).
+- REAPER_ADMIN_KEY unset: every route here answers exactly like an unknown route (NOT_FOUND).
 - No valid session (none, forged, expired, signed under a rotated key): `GET /` shows the
   sign-in page, which reveals nothing of the fleet; a state-changing POST answers 403 with it.
 - Sign-in attempts (the admin key, a link) are rate-limited per client and overall: 429.
@@ -18,7 +18,6 @@ from __future__ import annotations
 
 import weakref
 from collections.abc import Awaitable, Callable, Mapping
-from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from typing import TYPE_CHECKING
 from urllib.parse import parse_qsl
@@ -30,6 +29,7 @@ from reaper.core.heartbeat import valid_host
 from reaper.core.models import instance_key
 from reaper.core.monitors import BadSetting, SettingsChange, duration_setting
 from reaper.core.units import iso
+from reaper.interfaces.http import NOT_FOUND, Response
 from reaper.interfaces.ratelimit import Rate, TokenBuckets, retry_after
 from reaper.interfaces.web.layout import HTML_HEADERS
 from reaper.interfaces.web.monitor_page import monitor_page, monitor_path
@@ -69,33 +69,23 @@ SIGNIN_PER_CLIENT = Rate(capacity=10, per_second=1 / 6)
 SIGNIN_OVERALL = Rate(capacity=60, per_second=1.0)
 
 
-@dataclass(frozen=True)
-class Answer:
-    """What a route here answers (the route table turns it into its `Response`); None from a
-    handler means: answer as an unknown route does."""
-
-    status: int
-    body: bytes = b""
-    headers: dict[str, str] = field(default_factory=dict)
+def _page(status: int, body: bytes, headers: Mapping[str, str] | None = None) -> Response:
+    return Response(status, body, {**HTML_HEADERS, **(headers or {})})
 
 
-def _page(status: int, body: bytes, headers: Mapping[str, str] | None = None) -> Answer:
-    return Answer(status, body, {**HTML_HEADERS, **(headers or {})})
-
-
-def _line(status: int, text: str, headers: Mapping[str, str] | None = None) -> Answer:
-    return Answer(
+def _line(status: int, text: str, headers: Mapping[str, str] | None = None) -> Response:
+    return Response(
         status,
         (text + "\n").encode(),
         {"content-type": "text/plain; charset=utf-8", **(headers or {})},
     )
 
 
-def _see_other(location: str, cookie: str | None = None) -> Answer:
+def _see_other(location: str, cookie: str | None = None) -> Response:
     headers = {"location": location, "content-type": "text/plain; charset=utf-8"}
     if cookie is not None:
         headers["set-cookie"] = cookie
-    return Answer(303, b"", headers)
+    return Response(303, b"", headers)
 
 
 class _SignInLimits:
@@ -148,7 +138,7 @@ def _session(request: Request, app: App) -> Session | None:
     return session_of(request.headers, app.settings.admin_key, app.clock.now())
 
 
-def _signed_in(request: Request, app: App) -> Answer:
+def _signed_in(request: Request, app: App) -> Response:
     """Sign the browser in: a fresh session cookie, then the status page."""
     assert app.settings.admin_key
     _new, value = new_session(app.settings.admin_key, app.clock.now())
@@ -159,10 +149,10 @@ def _signed_in(request: Request, app: App) -> Answer:
 # --- the routes -----------------------------------------------------------------------------
 
 
-async def home(request: Request, app: App, params: Mapping[str, str]) -> Answer | None:
+async def home(request: Request, app: App, params: Mapping[str, str]) -> Response:
     settings = app.settings
     if not settings.admin_key:
-        return None
+        return NOT_FOUND
     session = _session(request, app)
     if session is None:
         return _page(200, signin_page())
@@ -170,10 +160,10 @@ async def home(request: Request, app: App, params: Mapping[str, str]) -> Answer 
     return _page(200, status_page(view, settings, session.csrf(settings.admin_key)))
 
 
-async def login(request: Request, app: App, params: Mapping[str, str]) -> Answer | None:
+async def login(request: Request, app: App, params: Mapping[str, str]) -> Response:
     """POST /login: the admin key from the form."""
     if not app.settings.admin_key:
-        return None
+        return NOT_FOUND
     wait = _signin_wait(app, request.client)
     if wait:
         log.event("signin", result="rate_limited", client=request.client)
@@ -190,11 +180,11 @@ async def login(request: Request, app: App, params: Mapping[str, str]) -> Answer
     return _signed_in(request, app)
 
 
-async def login_link(request: Request, app: App, params: Mapping[str, str]) -> Answer | None:
+async def login_link(request: Request, app: App, params: Mapping[str, str]) -> Response:
     """GET shows a button (a link preview must not spend the token); POST spends it."""
     token = params["token"]
     if not app.settings.admin_key or not TOKEN_PATTERN.fullmatch(token):
-        return None
+        return NOT_FOUND
     if request.method in ("GET", "HEAD"):
         return _page(200, link_page(token))
     wait = _signin_wait(app, request.client)
@@ -211,7 +201,9 @@ async def login_link(request: Request, app: App, params: Mapping[str, str]) -> A
     return _signed_in(request, app)
 
 
-def _authorised(request: Request, app: App) -> tuple[Session | None, dict[str, str], Answer | None]:
+def _authorised(
+    request: Request, app: App
+) -> tuple[Session | None, dict[str, str], Response | None]:
     """The session and form of a state-changing POST, or the answer that refuses it."""
     try:
         form = read_form(request)
@@ -227,10 +219,22 @@ def _authorised(request: Request, app: App) -> tuple[Session | None, dict[str, s
     return session, form, None
 
 
-async def logout(request: Request, app: App, params: Mapping[str, str]) -> Answer | None:
+def _asked(request: Request, app: App) -> tuple[Session, dict[str, str]] | Response:
+    """The session and form of a state-changing POST from a signed-in page; else its answer:
+    the unknown route's when the page is off (no admin key), or the refusal."""
+    if not app.settings.admin_key:
+        return NOT_FOUND
+    session, form, refused = _authorised(request, app)
+    if refused is not None:
+        return refused
+    assert session is not None
+    return session, form
+
+
+async def logout(request: Request, app: App, params: Mapping[str, str]) -> Response:
     """Clears the cookie; a signed-in browser's sign-out needs its CSRF token too."""
     if not app.settings.admin_key:
-        return None
+        return NOT_FOUND
     try:
         form = read_form(request)
     except BadForm as bad:
@@ -241,7 +245,7 @@ async def logout(request: Request, app: App, params: Mapping[str, str]) -> Answe
     return _see_other("/", clear_cookie(secure=cookie_secure(app.settings, request.headers)))
 
 
-def _target(form: Mapping[str, str]) -> tuple[str, Answer | None]:
+def _target(form: Mapping[str, str]) -> tuple[str, Response | None]:
     """The instance key a keep/unkeep names, checked against the last listings."""
     from reaper.interfaces.commands import parse_target
 
@@ -257,13 +261,12 @@ def _anchor(key: str) -> str:
     return "/#i-" + "".join(c if c.isalnum() or c in "-_" else "-" for c in key)
 
 
-async def keep(request: Request, app: App, params: Mapping[str, str]) -> Answer | None:
+async def keep(request: Request, app: App, params: Mapping[str, str]) -> Response:
     """The record `reaper keep` writes, with who asked."""
-    if not app.settings.admin_key:
-        return None
-    _s, form, refused = _authorised(request, app)
-    if refused is not None:
-        return refused
+    asked = _asked(request, app)
+    if isinstance(asked, Response):
+        return asked
+    _signed_in_as, form = asked
     key, bad = _target(form)
     if bad is not None:
         return bad
@@ -281,13 +284,12 @@ async def keep(request: Request, app: App, params: Mapping[str, str]) -> Answer 
     return _see_other(_anchor(key))
 
 
-async def unkeep(request: Request, app: App, params: Mapping[str, str]) -> Answer | None:
+async def unkeep(request: Request, app: App, params: Mapping[str, str]) -> Response:
     """The record `reaper unkeep` ends, with who asked."""
-    if not app.settings.admin_key:
-        return None
-    _s, form, refused = _authorised(request, app)
-    if refused is not None:
-        return refused
+    asked = _asked(request, app)
+    if isinstance(asked, Response):
+        return asked
+    _signed_in_as, form = asked
     key, bad = _target(form)
     if bad is not None:
         return bad
@@ -300,24 +302,23 @@ async def unkeep(request: Request, app: App, params: Mapping[str, str]) -> Answe
 
 PAGE = Asker(by=KEPT_BY, via=KEPT_BY)
 # A button's change: True done, False no such monitor, or the answer refusing the form.
-MonitorChange = Callable[["App", str, Mapping[str, str], datetime], "bool | Answer"]
-WebRoute = Callable[["Request", "App", Mapping[str, str]], Awaitable[Answer | None]]
+MonitorChange = Callable[["App", str, Mapping[str, str], datetime], "bool | Response"]
+WebRoute = Callable[["Request", "App", Mapping[str, str]], Awaitable[Response]]
 
 
 def _monitor_button(change: MonitorChange) -> WebRoute:
     """A monitor button's route: signed in, its CSRF token, a valid host; then `change`."""
 
-    async def route(request: Request, app: App, params: Mapping[str, str]) -> Answer | None:
-        if not app.settings.admin_key:
-            return None
-        _s, form, refused = _authorised(request, app)
-        if refused is not None:
-            return refused
+    async def route(request: Request, app: App, params: Mapping[str, str]) -> Response:
+        asked = _asked(request, app)
+        if isinstance(asked, Response):
+            return asked
+        _signed_in_as, form = asked
         host = form.get("host", "")
         if not valid_host(host):
             return _bad_host()
         done = change(app, host, form, app.clock.now())
-        if isinstance(done, Answer):
+        if isinstance(done, Response):
             return done
         if not done:
             return _line(404, f"no monitor {host}: reload the page")
@@ -337,7 +338,7 @@ def _resume(app: App, host: str, form: Mapping[str, str], at: datetime) -> bool:
     return pause_monitor(app.store, host, paused=False, at=at, asker=PAGE)
 
 
-def _mute(app: App, host: str, form: Mapping[str, str], at: datetime) -> bool | Answer:
+def _mute(app: App, host: str, form: Mapping[str, str], at: datetime) -> bool | Response:
     """For `for` (1d or 7d): its state is tracked, no alert goes out."""
     length = MUTE_FOR.get(form.get("for", ""))
     if length is None:
@@ -359,7 +360,7 @@ mute, unmute = _monitor_button(_mute), _monitor_button(_unmute)
 
 def _monitor_shown(
     app: App, session: Session, host: str, problem: str = "", status: int = 200
-) -> Answer:
+) -> Response:
     monitor = app.store.get_monitor(host)
     if monitor is None:
         return _line(404, f"no monitor {host}")
@@ -375,10 +376,10 @@ def _monitor_shown(
     return _page(status, page)
 
 
-async def monitor_view(request: Request, app: App, params: Mapping[str, str]) -> Answer | None:
+async def monitor_view(request: Request, app: App, params: Mapping[str, str]) -> Response:
     """`GET /monitor/<host>`: the monitor's page, for a signed-in browser."""
     if not app.settings.admin_key:
-        return None
+        return NOT_FOUND
     session = _session(request, app)
     if session is None:
         return _page(200, signin_page())
@@ -388,7 +389,7 @@ async def monitor_view(request: Request, app: App, params: Mapping[str, str]) ->
     return _monitor_shown(app, session, host)
 
 
-def _bad_host() -> Answer:
+def _bad_host() -> Response:
     return _line(400, "host: expected 1-100 of A-Z a-z 0-9 . _ - (not . or ..)")
 
 
@@ -398,14 +399,12 @@ def _duration_field(form: Mapping[str, str], name: str) -> timedelta | None:
     return None if not text else duration_setting(text, name)
 
 
-async def monitor_settings(request: Request, app: App, params: Mapping[str, str]) -> Answer | None:
+async def monitor_settings(request: Request, app: App, params: Mapping[str, str]) -> Response:
     """`POST /monitor/<host>/settings`: its own timeout and grace, as `reaper monitor set`."""
-    if not app.settings.admin_key:
-        return None
-    session, form, refused = _authorised(request, app)
-    if refused is not None:
-        return refused
-    assert session is not None
+    asked = _asked(request, app)
+    if isinstance(asked, Response):
+        return asked
+    session, form = asked
     host = params["host"]
     if not valid_host(host):
         return _bad_host()
@@ -422,13 +421,12 @@ async def monitor_settings(request: Request, app: App, params: Mapping[str, str]
     return _see_other(monitor_path(host))
 
 
-async def monitor_delete(request: Request, app: App, params: Mapping[str, str]) -> Answer | None:
+async def monitor_delete(request: Request, app: App, params: Mapping[str, str]) -> Response:
     """`POST /monitor/<host>/delete` with `confirm=yes`: the monitor and its ping log."""
-    if not app.settings.admin_key:
-        return None
-    _s, form, refused = _authorised(request, app)
-    if refused is not None:
-        return refused
+    asked = _asked(request, app)
+    if isinstance(asked, Response):
+        return asked
+    _signed_in_as, form = asked
     host = params["host"]
     if not valid_host(host):
         return _bad_host()
@@ -442,7 +440,6 @@ async def monitor_delete(request: Request, app: App, params: Mapping[str, str]) 
 __all__ = [
     "FORM_LIMIT",
     "KEPT_BY",
-    "Answer",
     "BadForm",
     "home",
     "keep",
