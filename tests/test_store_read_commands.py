@@ -11,7 +11,15 @@ import pytest
 
 from tests.reap_support import cli, world
 
-READ_COMMANDS = [("status",), ("audit",), ("report",), ("status", "--json"), ("audit", "--json")]
+READ_COMMANDS = [
+    ("status",),
+    ("audit",),
+    ("report",),
+    ("status", "--json"),
+    ("audit", "--json"),
+    ("monitor", "list"),
+    ("monitor", "log", "trainer"),
+]
 
 
 @pytest.mark.parametrize("command", READ_COMMANDS)

@@ -38,16 +38,13 @@ def reap_command(
     show_all: bool = False,
 ) -> int:
     from reaper.passes.reap import run_pass
-    from reaper.store import open_store
+    from reaper.store import opened_store
 
     settings.require_provider_keys()
-    store = open_store(settings.state, read_only=dry_run)
-    try:
+    with opened_store(settings.state, read_only=dry_run) as store:
         report = asyncio.run(
             run_pass(settings, store, dry_run=dry_run, max_terminations=max_terminations)
         )
-    finally:
-        store.close()
     if report.lease_taken:
         print("reaper: another reap pass holds the lease; nothing done", file=sys.stderr)
     if report.clock_behind:
@@ -90,20 +87,17 @@ def _last_seen(store: Store, key: str) -> tuple[Instance | None, datetime | None
 
 
 def keep_command(settings: Settings, *, target: str, duration: timedelta | None) -> int:
-    from reaper.store import open_store
+    from reaper.store import opened_store
 
     provider, instance_id = parse_target(target)
     now = SystemClock().now()
     key = instance_key(provider, instance_id)
     until = now + duration if duration else None
-    store = open_store(settings.state)
-    try:
+    with opened_store(settings.state) as store:
         keeping.keep(
             store, key, now=now, until=until, by=keeping.command_line_user(), via="command line"
         )
         seen, listed_at = _last_seen(store, key)
-    finally:
-        store.close()
     log.event("keep", provider=provider, id=instance_id, until=until, result="kept")
     name = f" ({seen.name})" if seen is not None and seen.name else ""
     print(f"kept {key}{name} " + (f"until {utc(until)}" if until else "until further notice"))
@@ -118,12 +112,11 @@ def keep_command(settings: Settings, *, target: str, duration: timedelta | None)
 
 
 def unkeep_command(settings: Settings, *, target: str) -> int:
-    from reaper.store import open_store
+    from reaper.store import opened_store
 
     provider, instance_id = parse_target(target)
     key = instance_key(provider, instance_id)
-    store = open_store(settings.state)
-    try:
+    with opened_store(settings.state) as store:
         ended = keeping.unkeep(
             store,
             key,
@@ -131,8 +124,6 @@ def unkeep_command(settings: Settings, *, target: str) -> int:
             by=keeping.command_line_user(),
             via="command line",
         ).done
-    finally:
-        store.close()
     log.event("unkeep", provider=provider, id=instance_id, result="ended" if ended else "none")
     if ended:
         print(f"no longer kept: {key} (the reaper treats it as any other instance again)")
@@ -142,14 +133,11 @@ def unkeep_command(settings: Settings, *, target: str) -> int:
 
 
 def audit_command(settings: Settings, *, json_output: bool) -> int:
-    from reaper.store import open_store
+    from reaper.store import opened_store
 
-    store = open_store(settings.state, read_only=True, existing=True)
-    try:
+    with opened_store(settings.state, read_only=True, existing=True) as store:
         records = store.audit_log()
         actions = store.action_log()
-    finally:
-        store.close()
     if json_output:
         print(json.dumps(views.audit_json(records, actions), ensure_ascii=False))
     else:
@@ -210,15 +198,12 @@ def report_command(
     """`reaper report [--json]`: providers live, the store read-only. 0 done; 1 when a
     listing failed (its spend and leaks are unknown); no keys at all is a config error."""
     from reaper.passes.digest import with_clients
-    from reaper.store import open_store
+    from reaper.store import opened_store
 
     settings.require_provider_keys()
     now = (clock or SystemClock()).now()
-    store = open_store(settings.state, read_only=True, existing=True)
-    try:
+    with opened_store(settings.state, read_only=True, existing=True) as store:
         digest = asyncio.run(with_clients(settings, store, None, now, http_options))
-    finally:
-        store.close()
     if json_output:
         print(json.dumps(views.digest_json(digest), ensure_ascii=False))
     else:
@@ -261,14 +246,11 @@ def login_link_command(settings: Settings, *, clock: Clock | None = None) -> int
         create_login_link,
         login_link_base,
     )
-    from reaper.store import open_store
+    from reaper.store import opened_store
 
     login_link_base(settings)  # the settings first: nothing is opened for a config error
-    store = open_store(settings.state)
-    try:
+    with opened_store(settings.state) as store:
         link = create_login_link(settings, store, (clock or SystemClock()).now())
-    finally:
-        store.close()
     log.event("login_link", result="created")
     print(link)
     print(

@@ -46,14 +46,11 @@ def _missing(host: str) -> int:
 
 
 def monitor_list(settings: Settings, *, json_output: bool, clock: Clock | None = None) -> int:
-    from reaper.store import open_store
+    from reaper.store import opened_store
 
     now = (clock or SystemClock()).now()
-    store = open_store(settings.state, read_only=True)
-    try:
+    with opened_store(settings.state, read_only=True, existing=True) as store:
         monitors = store.list_monitors()
-    finally:
-        store.close()
     if json_output:
         data = {
             "at": iso(now),
@@ -68,16 +65,13 @@ def monitor_list(settings: Settings, *, json_output: bool, clock: Clock | None =
 def monitor_log(
     settings: Settings, host: str, *, json_output: bool, clock: Clock | None = None
 ) -> int:
-    from reaper.store import open_store
+    from reaper.store import opened_store
 
     host = _checked(host)
     now = (clock or SystemClock()).now()
-    store = open_store(settings.state, read_only=True)
-    try:
+    with opened_store(settings.state, read_only=True, existing=True) as store:
         monitor = store.get_monitor(host)
         events = store.monitor_log(host) if monitor is not None else []
-    finally:
-        store.close()
     if monitor is None:
         return _missing(host)
     if json_output:
@@ -97,7 +91,7 @@ def monitor_set(
 ) -> int:
     """`timeout`/`grace`: None (not given) leaves one as it is, "default" resets it.
     A host without a monitor gets one (under REAPER_MAX_MONITORS)."""
-    from reaper.store import open_store
+    from reaper.store import opened_store
 
     host = _checked(host)
     now = (clock or SystemClock()).now()
@@ -106,11 +100,8 @@ def monitor_set(
         if value is not None:
             values[name] = None if isinstance(value, str) else value
     change = SettingsChange(at=now, given=frozenset(values), **values)  # type: ignore[arg-type]
-    store = open_store(settings.state)
-    try:
+    with opened_store(settings.state) as store:
         changed = change_monitor(settings, store, host, change, _asker())
-    finally:
-        store.close()
     if changed.monitor is None:
         print(f"reaper: {changed.refused}", file=sys.stderr)
         return EXIT_ATTENTION
@@ -126,15 +117,12 @@ def monitor_set(
 def monitor_pause(
     settings: Settings, host: str, *, paused: bool, clock: Clock | None = None
 ) -> int:
-    from reaper.store import open_store
+    from reaper.store import opened_store
 
     host = _checked(host)
     now = (clock or SystemClock()).now()
-    store = open_store(settings.state)
-    try:
+    with opened_store(settings.state) as store:
         found = pause_monitor(store, host, paused=paused, at=now, asker=_asker())
-    finally:
-        store.close()
     if not found:
         return _missing(host)
     if paused:
@@ -148,16 +136,13 @@ def monitor_mute(
     settings: Settings, host: str, *, duration: timedelta | None, clock: Clock | None = None
 ) -> int:
     """`duration` None unmutes."""
-    from reaper.store import open_store
+    from reaper.store import opened_store
 
     host = _checked(host)
     now = (clock or SystemClock()).now()
     until = None if duration is None else now + duration
-    store = open_store(settings.state)
-    try:
+    with opened_store(settings.state) as store:
         found = mute_monitor(store, host, until=until, at=now, asker=_asker())
-    finally:
-        store.close()
     if not found:
         return _missing(host)
     if until is None:
@@ -168,15 +153,12 @@ def monitor_mute(
 
 
 def monitor_delete(settings: Settings, host: str, *, clock: Clock | None = None) -> int:
-    from reaper.store import open_store
+    from reaper.store import opened_store
 
     host = _checked(host)
     now = (clock or SystemClock()).now()
-    store = open_store(settings.state)
-    try:
+    with opened_store(settings.state) as store:
         found = delete_monitor(store, host, at=now, asker=_asker())
-    finally:
-        store.close()
     if not found:
         return _missing(host)
     print(f"deleted {host} and its ping log (its next ping creates it anew, if auto-create is on)")

@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import os
+from collections.abc import Iterator
+from contextlib import contextmanager
 
 from reaper.config import ConfigError, StateURL
 from reaper.store.base import ReadOnlyStoreError, Store
@@ -28,6 +30,18 @@ def open_store(url: StateURL, *, read_only: bool = False, existing: bool = False
             reason = " ".join(str(exc).split()) or type(exc).__name__
             raise ConfigError("REAPER_STATE", f"cannot open {url.location}: {reason}") from None
     return _open_dynamodb(url, read_only=read_only)
+
+
+@contextmanager
+def opened_store(
+    url: StateURL, *, read_only: bool = False, existing: bool = False
+) -> Iterator[Store]:
+    """`open_store` for one command's work, closed when it is done (or failed)."""
+    store = open_store(url, read_only=read_only, existing=existing)
+    try:
+        yield store
+    finally:
+        store.close()
 
 
 def _require_sqlite_state(location: str) -> None:
