@@ -68,6 +68,9 @@ class FakeClient:
             spend_per_hour=self.spend,
         )
 
+    async def billing(self, days: int) -> None:
+        return None  # as a provider without a billing history answers
+
     async def volumes(self, instances: Sequence[Instance] | None = None) -> list[Volume]:
         self.calls.append("volumes")
         if self.volumes_error:
