@@ -1,5 +1,5 @@
 """The README's picture: `reaper demo`'s fleet on the status page, in a real browser at a
-phone's width. Every run saves it under test-artifacts/; REAPER_README_SCREENSHOT=1 also writes
+phone's width. Every run saves it under test-artifacts/; README_SCREENSHOT=1 also writes
 docs/status-page.png (the one committed)."""
 
 from __future__ import annotations
@@ -35,6 +35,10 @@ def test_the_demo_fleet_on_the_status_page(tmp_path: Path) -> None:
     ):
         _fleet(runpod, vast)
         runpod.set_balance(client_balance=42.0)
+        # RunPod's own billing history for the Spend section: a month of busy days.
+        runpod.set_billing(
+            {DEMO_START - timedelta(days=n): round(13.5 + (n % 5) * 1.7, 2) for n in range(30)}
+        )
         settings = load_settings(
             {
                 "RUNPOD_API_KEY": "demo=rp-demo-key",
@@ -104,8 +108,9 @@ def test_the_demo_fleet_on_the_status_page(tmp_path: Path) -> None:
             text = browser.find_element(By.TAG_NAME, "main").text
             assert "eval-harness" in text and "bid-a100-sweep" in text
             assert "trainer-box" in text and "Terminations" in text
+            assert "by its own billing history" in text
             shot = screenshot(browser, "demo-fleet-phone")
-    if os.environ.get("REAPER_README_SCREENSHOT") == "1":
+    if os.environ.get("README_SCREENSHOT") == "1":
         target = ROOT / "docs" / "status-page.png"
         target.parent.mkdir(exist_ok=True)
         shutil.copyfile(shot, target)
