@@ -115,6 +115,8 @@ class RunPodEmulator(EmulatorServer[str, _Pod]):
         self._balances: dict[str, dict[str, float | None]] = {}
         # `GET /v2/billing`: the amount billed per UTC day (its midnight), per account.
         self._billing: dict[str, dict[datetime, float]] = {}
+        # `GET /v2/billing/pods`: per pod id, the amount billed per UTC day.
+        self._pod_billing: dict[str, dict[datetime, float]] = {}
         self._ids = itertools.count(1)
 
     @property
@@ -313,6 +315,17 @@ class RunPodEmulator(EmulatorServer[str, _Pod]):
         with self.lock:
             self._billing.setdefault(account or self.default_account(), {}).update(days)
 
+    def set_pod_billing(self, pod_id: str, amounts: Mapping[datetime, float]) -> None:
+        """What `GET /v2/billing/pods` answers for this pod per day (a datetime's UTC day);
+        the pod's account is the one that sees it. Kept after the pod is deleted, as
+        billing is."""
+        days = {
+            moment.replace(hour=0, minute=0, second=0, microsecond=0): amount
+            for moment, amount in amounts.items()
+        }
+        with self.lock:
+            self._pod_billing.setdefault(pod_id, {}).update(days)
+
     # ---- status shaping --------------------------------------------------------------------
 
     def _apply_status(self, pod: _Pod, status: str) -> None:
@@ -364,6 +377,8 @@ class RunPodEmulator(EmulatorServer[str, _Pod]):
             return "serverless"
         if path == "/v2/billing":
             return "billing"
+        if path == "/v2/billing/pods":
+            return "pod_billing"
         return "other"
 
     def annotate(self, request: Request) -> Request:
@@ -403,6 +418,7 @@ class RunPodEmulator(EmulatorServer[str, _Pod]):
             "volumes": "GET",
             "serverless": "GET",
             "billing": "GET",
+            "pod_billing": "GET",
         }
         if kind in ("other",):
             return self.error(request, 404, "no such route")
@@ -425,14 +441,12 @@ class RunPodEmulator(EmulatorServer[str, _Pod]):
             )
         if kind == "billing":
             return self._billing_answer(request, account)
+        if kind == "pod_billing":
+            return self._pod_billing_answer(request, account)
         return self._json(200, {"endpoints": list(self._endpoints.get(account, []))}, request)
 
-    def _billing_answer(self, request: Request, account: str) -> Response:
-        """`GET /v2/billing` with `bucketSize=day` and `lastN` (the spec's form: the last N
-        buckets, today's in progress last, the window aligned to midnights). A record per day
-        that has an amount; a day of the window without one billed nothing. Whether the live
-        API leaves such days out or answers them as zero is not documented: the client reads
-        both the same way (the answer's `metadata.query` window says which days it covers)."""
+    def _billing_window(self, request: Request) -> tuple[datetime, datetime] | Response:
+        """The spec's `bucketSize=day` + `lastN` window: the last N days, today's last."""
         if request.query.get("bucketSize", "day") != "day":
             return self.error(request, 400, "the emulator answers bucketSize=day only")
         try:
@@ -442,7 +456,59 @@ class RunPodEmulator(EmulatorServer[str, _Pod]):
         if last < 1:
             return self.error(request, 400, "lastN: at least 1")
         today = self._now().replace(hour=0, minute=0, second=0, microsecond=0)
-        start, end = today - timedelta(days=last - 1), today + timedelta(days=1)
+        return today - timedelta(days=last - 1), today + timedelta(days=1)
+
+    def _pod_billing_answer(self, request: Request, account: str) -> Response:
+        """`GET /v2/billing/pods`: a record per pod per day that has an amount, for the pods
+        this account owns or owned (`podId` narrows it to one)."""
+        window = self._billing_window(request)
+        if isinstance(window, Response):
+            return window
+        start, end = window
+        wanted = request.query.get("podId")
+        owned = {pod_id for pod_id, e in self._entries.items() if e.account == account}
+        records = [
+            {
+                "startTime": iso(day),
+                "endTime": iso(day + timedelta(days=1)),
+                "podId": pod_id,
+                "totalAmount": amount,
+                "gpuAmount": amount,
+                "cpuAmount": 0,
+                "diskAmount": 0,
+            }
+            for pod_id, days in sorted(self._pod_billing.items())
+            if pod_id in owned and (wanted is None or pod_id == wanted)
+            for day, amount in sorted(days.items())
+            if start <= day < end
+        ]
+        total = round(
+            sum(
+                amount
+                for pod_id, days in self._pod_billing.items()
+                if pod_id in owned and (wanted is None or pod_id == wanted)
+                for day, amount in days.items()
+                if start <= day < end
+            ),
+            6,
+        )
+        metadata = {
+            "query": {"startTime": iso(start), "endTime": iso(end), "bucketSize": "day"},
+            "recordCount": len(records),
+            "totals": {"totalAmount": total, "gpuAmount": total, "cpuAmount": 0, "diskAmount": 0},
+        }
+        return self._json(200, {"records": records, "metadata": metadata}, request)
+
+    def _billing_answer(self, request: Request, account: str) -> Response:
+        """`GET /v2/billing` with `bucketSize=day` and `lastN` (the spec's form: the last N
+        buckets, today's in progress last, the window aligned to midnights). A record per day
+        that has an amount; a day of the window without one billed nothing. Whether the live
+        API leaves such days out or answers them as zero is not documented: the client reads
+        both the same way (the answer's `metadata.query` window says which days it covers)."""
+        window = self._billing_window(request)
+        if isinstance(window, Response):
+            return window
+        start, end = window
         amounts = self._billing.get(account, {})
         zero = {
             "podGpuAmount": 0,

@@ -247,6 +247,16 @@ def test_runpod_billing_matches_the_spec(runpod: RunPodEmulator, web: httpx.Clie
     assert answer.status_code == 200
     assert [r["totalAmount"] for r in answer.json()["records"]] == [4.5]
     check(answer.json(), runpod_schema("ListBillingResponse"))
+    pod = runpod.add_pod("billed-pod-1")
+    runpod.set_pod_billing(pod, {datetime.now(UTC): 1.5})
+    answer = web.get(
+        f"{runpod.rest_url}/billing/pods",
+        params={"bucketSize": "day", "lastN": "7"},
+        headers=auth(RP_KEY),
+    )
+    assert answer.status_code == 200
+    assert [(r["podId"], r["totalAmount"]) for r in answer.json()["records"]] == [(pod, 1.5)]
+    check(answer.json(), runpod_schema("ListPodBillingResponse"))
 
 
 def test_the_spec_example_pod_passes_the_same_check() -> None:

@@ -96,7 +96,47 @@ def test_an_answer_without_records_is_a_provider_error(
     assert words in caught.value.message
 
 
+def test_each_pods_billing_summed_over_the_window_and_only_its_own() -> None:
+    with RunPodEmulator({"main": RP_KEY, "other": "rp-other-0011"}, now=lambda: NOW) as server:
+        mine = server.add_pod("mine-a1", cost=0.5)
+        theirs = server.add_pod("theirs-b2", account="other")
+        server.set_pod_billing(mine, {TODAY: 1.25, TODAY - timedelta(days=3): 2.0})
+        server.set_pod_billing(mine, {TODAY - timedelta(days=40): 99.0})  # outside the window
+        server.set_pod_billing(theirs, {TODAY: 7.0})
+        totals = on_runpod(server, RP_KEY, lambda c: c.instance_billing(30))
+        [request] = server.requests
+    assert (request.path, "lastN=30" in request.query) == ("/v2/billing/pods", True)
+    assert totals == {mine: 3.25}
+
+
+def test_unreadable_pod_records_are_left_out() -> None:
+    body = {
+        "records": [
+            {"podId": "good-1", "totalAmount": 1.5},
+            {"podId": "good-1", "totalAmount": 0.5},
+            {"podId": "../etc", "totalAmount": 3.0},
+            {"podId": 7, "totalAmount": 3.0},
+            {"podId": "neg-1", "totalAmount": -1.0},
+            {"podId": "nan-1", "totalAmount": float("nan")},
+        ],
+        "metadata": {},
+    }
+
+    async def go(server: EmulatorServer) -> object:
+        client = RunPodClient(
+            Account("runpod", "main", RP_KEY), server.url + "/v2", server.url + "/graphql", FAST
+        )
+        try:
+            return await client.instance_billing(30)
+        finally:
+            await client.aclose()
+
+    with _answering(body)({"main": RP_KEY}) as server:
+        assert asyncio.run(go(server)) == {"good-1": 2.0}
+
+
 def test_vast_offers_no_billing_history() -> None:
     with VastEmulator({"main": "vast-key-0011"}) as server:
         assert on_vast(server, "vast-key-0011", lambda c: c.billing(30)) is None
+        assert on_vast(server, "vast-key-0011", lambda c: c.instance_billing(30)) is None
         assert server.requests == []

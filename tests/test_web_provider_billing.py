@@ -81,3 +81,23 @@ def test_a_failed_read_keeps_the_last_history_and_fails_nothing(tmp_path: Path) 
         assert report.errors == [] and report.exit_code == 0, "a billing read fails nothing"
         lines = _billed_lines(page_of(f))
     assert lines and "$5.00" in lines[0]
+
+
+def test_each_pods_own_billing_on_its_row(tmp_path: Path) -> None:
+    with fleet(tmp_path) as f:
+        now = f.app.clock.now()
+        f.world.runpod.set_pod_billing(
+            f.running_id, {now - timedelta(days=n): 20.0 for n in range(3)}
+        )
+        f.world.runpod.set_pod_billing(f.stopped_id, {now - timedelta(days=1): 1.32})
+        f.world.run()
+        page = page_of(f)
+        data = f.http.get("/status", headers={"Authorization": f"Bearer {ADMIN}"}).json()
+    running = re.search(r'<section class="card" id="running">(.*?)</section>', page, re.S)
+    stopped = re.search(r'<section class="card" id="stopped">(.*?)</section>', page, re.S)
+    assert running and "RunPod billed $60.00 for it in 30 days" in running.group(1)
+    assert stopped and "RunPod billed $1.32 for it in 30 days" in stopped.group(1)
+    by_id = {r["id"]: r for r in data["running"] + data["stopped"]}
+    assert by_id[f.running_id]["billed_30d"] == 60.0
+    assert by_id[f.stopped_id]["billed_30d"] == 1.32
+    assert by_id[f.vast_id]["billed_30d"] is None

@@ -44,6 +44,9 @@ class AccountSnapshot(BaseModel):
     # The provider's own billing history as this pass read it (the last 30 UTC days, today
     # last and in progress); None where the provider offers none or it could not be read.
     billed: list[BilledDay] | None = None
+    # What it billed for each instance over those 30 days, by instance id (where it bills each
+    # instance on its own); None where it offers none or it could not be read.
+    billed_instances: dict[str, float] | None = None
 
     @property
     def per_hour(self) -> float | None:
@@ -89,6 +92,7 @@ def take_snapshot(
     errors: Sequence[AccountError] = (),
     *,
     billed: Mapping[tuple[str, str], list[BilledDay]] | None = None,
+    billed_instances: Mapping[tuple[str, str], dict[str, float]] | None = None,
 ) -> Snapshot:
     """The snapshot of a pass: `accounts` are every (provider, account) it listed."""
     failed = {(e.provider, e.account) for e in errors}
@@ -100,6 +104,7 @@ def take_snapshot(
             "balance": balance.balance if balance else None,
             "spend_per_hour": balance.spend_per_hour if balance else None,
             "billed": (billed or {}).get((provider, account)),
+            "billed_instances": (billed_instances or {}).get((provider, account)),
         }
         if (provider, account) in failed:
             rows.append(

@@ -747,6 +747,7 @@ def fleet_view_json(view: FleetView) -> dict[str, Any]:
                 **_instance_json(inst),
                 "since": iso(since),
                 "watchdog": None if dog is None else {"host": dog.monitor.host, "state": dog.state},
+                "billed_30d": view.instance_billed.get(inst.key),
             }
         )
     stopped = []
@@ -756,6 +757,7 @@ def fleet_view_json(view: FleetView) -> dict[str, Any]:
             {
                 **_instance_json(item.instance),
                 "stopped_since": iso(item.instance.stopped_since),
+                "billed_30d": view.instance_billed.get(item.instance.key),
                 "outlook": item.kind,
                 "terminate_at": iso(item.terminate_at),
                 "reason": item.reason,

@@ -60,6 +60,7 @@ class GuardReport:
     volumes: list[Volume] = field(default_factory=list)
     # The providers' own billing history, per account that offers one (for the snapshot).
     billed: dict[tuple[str, str], list[BilledDay]] = field(default_factory=dict)
+    billed_instances: dict[tuple[str, str], dict[str, float]] = field(default_factory=dict)
     warnings: list[GuardWarning] = field(default_factory=list)
     balance_min: float = 0.0
     balance_hours: float = 0.0
@@ -271,6 +272,7 @@ async def _run(run: _GuardPass, seen: Observation, fleet: list[Instance]) -> Non
                 closable.add(("volumes", *account))
     report.volumes = extras.volumes
     report.billed = extras.billed
+    report.billed_instances = extras.billed_instances
     report.balances = with_spend(extras.balances, fleet, failed)
     for balance in report.balances:
         await run.balance(balance)

@@ -79,6 +79,8 @@ class Extras:
     # The provider's own billing history per account, where it offers one and it was read
     # (a failed read is a log line: nothing depends on it but the status page's chart).
     billed: dict[tuple[str, str], list[BilledDay]] = field(default_factory=dict)
+    # And per instance id over those days, where the provider bills each instance on its own.
+    billed_instances: dict[tuple[str, str], dict[str, float]] = field(default_factory=dict)
 
 
 async def read_extras(clients: Sequence[ProviderClient], seen: Observation) -> Extras:
@@ -87,23 +89,24 @@ async def read_extras(clients: Sequence[ProviderClient], seen: Observation) -> E
     a volume is attached when any instance mounts it), so it need not list again; an account
     whose listing failed lists for itself."""
 
-    async def one(client: ProviderClient) -> tuple[object, object, object]:
+    async def one(client: ProviderClient) -> tuple[object, object, object, object]:
         account = (client.provider, client.account)
         instances = (
             [i for i in seen.instances if i.provider == client.provider]
             if account in seen.complete
             else None
         )
-        balance, volumes, billed = await asyncio.gather(
+        balance, volumes, billed, per_instance = await asyncio.gather(
             client.balance(),
             client.volumes(instances),
             client.billing(BILLING_DAYS),
+            client.instance_billing(BILLING_DAYS),
             return_exceptions=True,
         )
-        return balance, volumes, billed
+        return balance, volumes, billed, per_instance
 
     extras = Extras()
-    for client, (balance, volumes, billed) in zip(
+    for client, (balance, volumes, billed, per_instance) in zip(
         clients, await asyncio.gather(*(one(c) for c in clients)), strict=True
     ):
         account = (client.provider, client.account)
@@ -129,4 +132,15 @@ async def read_extras(clients: Sequence[ProviderClient], seen: Observation) -> E
             )
         elif isinstance(billed, list):
             extras.billed[account] = billed
+        if isinstance(per_instance, BaseException):
+            log.event(
+                "billing",
+                provider=account[0],
+                account=account[1],
+                of="instances",
+                result="error",
+                error=error_text(per_instance),
+            )
+        elif isinstance(per_instance, dict):
+            extras.billed_instances[account] = per_instance
     return extras

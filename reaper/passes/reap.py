@@ -1023,6 +1023,7 @@ def _record_snapshot(run: _Pass) -> None:
         guards.balances if guards is not None else [],
         report.errors,
         billed=guards.billed if guards is not None else {},
+        billed_instances=guards.billed_instances if guards is not None else {},
     )
     try:
         run.store.record_snapshot(snapshot)

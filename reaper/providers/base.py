@@ -118,6 +118,11 @@ class ProviderClient(Protocol):
         the provider offers no billing history reaper can read."""
         ...
 
+    async def instance_billing(self, days: int) -> dict[str, float] | None:
+        """What the provider billed for each of its instances over the last `days` UTC days
+        (today included), by instance id; None when it offers no such history."""
+        ...
+
     async def volumes(self, instances: Sequence[Instance] | None = None) -> list[Volume]:
         """The account's volumes. `instances`: this account's complete listing from the same
         pass, so a provider that tells attachment from its pods need not list them again;

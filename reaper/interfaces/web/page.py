@@ -121,7 +121,8 @@ def _running(view: FleetView) -> str:
             f'<li id="{_anchor(inst.key)}" class="instance running">'
             f'<span class="name">{esc(inst.name or inst.id)}{state}</span>'
             f'<span class="money">{esc(_rate(inst.cost_per_hour))}</span>'
-            f'<span class="line small dim">{_where(inst)} · {for_how_long}</span>'
+            f'<span class="line small dim">{_where(inst)} · {for_how_long}'
+            f"{_instance_billed(view, inst)}</span>"
             f'<span class="line small">{dog}</span>'
             "</li>"
         )
@@ -129,6 +130,13 @@ def _running(view: FleetView) -> str:
         f'<section class="card" id="running"><h2>Running — {esc(money(view.running_per_hour))}/h'
         f'</h2><ul class="rows">{"".join(rows)}</ul></section>'
     )
+
+
+def _instance_billed(view: FleetView, inst: Instance) -> str:
+    amount = view.instance_billed.get(inst.key)
+    if amount is None:
+        return ""
+    return f" · {esc(label(inst.provider))} billed {esc(money(amount))} for it in 30 days"
 
 
 def _verdict(item: Outlook, view: FleetView, settings: Settings) -> str:
@@ -173,7 +181,7 @@ def _stopped(view: FleetView, settings: Settings, csrf: str) -> str:
             f'<span class="name">{esc(inst.name or inst.id)}</span>'
             f'<span class="money">{esc(_rate(inst.cost_per_hour))} storage</span>'
             f'<span class="line small dim">{_where(inst)} · stopped since '
-            f"{when(inst.stopped_since, view.now)}</span>"
+            f"{when(inst.stopped_since, view.now)}{_instance_billed(view, inst)}</span>"
             f'<span class="line">{_verdict(item, view, settings)}</span>'
             f'<span class="actions">{_keep_buttons(item, view, csrf)}</span>'
             "</li>"

@@ -96,6 +96,9 @@ class FleetView:
     snapshots: list[Snapshot]
     last_reap: ReapRun | None
     accounts: list[AccountView] = field(default_factory=list)
+    # instance key -> what its provider billed for it over the last 30 days, by its own
+    # billing history (from the newest snapshot of its account that holds one).
+    instance_billed: dict[str, float] = field(default_factory=dict)
 
     @property
     def listed_at(self) -> datetime | None:
@@ -226,7 +229,21 @@ def build_view(
         snapshots=snapshots,
         last_reap=last_reap,
         accounts=_accounts(listings, snapshots),
+        instance_billed=_instance_billed(snapshots),
     )
+
+
+def _instance_billed(snapshots: list[Snapshot]) -> dict[str, float]:
+    newest: dict[tuple[str, str], dict[str, float]] = {}
+    for taken in sorted(snapshots, key=lambda s: s.at):
+        for row in taken.accounts:
+            if row.billed_instances is not None:
+                newest[(row.provider, row.account)] = row.billed_instances
+    return {
+        instance_key(provider, instance_id): amount
+        for (provider, _account), amounts in newest.items()
+        for instance_id, amount in amounts.items()
+    }
 
 
 def listed_instance(view: FleetView, key: str) -> Instance | None:

@@ -523,6 +523,33 @@ class RunPodClient:
             billed[start_day] = billed.get(start_day, 0.0) + amount
         return [BilledDay(day=day, amount=round(total, 6)) for day, total in sorted(billed.items())]
 
+    async def instance_billing(self, days: int) -> dict[str, float]:
+        """`GET /billing/pods?bucketSize=day&lastN=<days>`: one record per pod per day; summed
+        per `podId` over the window. A record without a readable `podId` or a finite, non-
+        negative `totalAmount` is left out; an answer without a `records` list is an error."""
+        what = "reading the pods' billing history"
+        reply = await self.http.request(
+            "GET",
+            f"{self.base_url}/billing/pods",
+            params={"bucketSize": "day", "lastN": str(days)},
+        )
+        if reply.status != 200:
+            raise self.http.failure(reply, what)
+        records = json_object(self.http, reply, what).get("records")
+        if not isinstance(records, list):
+            raise self.http.error(f"{what}: the answer has no `records` list")
+        totals: dict[str, float] = {}
+        for record in records:
+            if not isinstance(record, dict):
+                continue
+            pod_id, amount = record.get("podId"), as_number(record.get("totalAmount"))
+            if not isinstance(pod_id, str) or not valid_pod_id(pod_id):
+                continue
+            if amount is None or amount < 0:
+                continue
+            totals[pod_id] = totals.get(pod_id, 0.0) + amount
+        return {pod_id: round(total, 6) for pod_id, total in totals.items()}
+
     async def volumes(self, instances: Sequence[Instance] | None = None) -> list[Volume]:
         """Network volumes, with `attached` worked out from what references them.
 

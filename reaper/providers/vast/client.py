@@ -454,6 +454,10 @@ class VastClient:
         snapshots alone."""
         return None
 
+    async def instance_billing(self, days: int) -> dict[str, float] | None:
+        """None, for the same reason as `billing`."""
+        return None
+
     async def volumes(self, instances: Sequence[Instance] | None = None) -> list[Volume]:
         """`GET /api/v0/volumes/?owner=me` (`owner=me` comes from Vast's SDK, not the spec).
 
