@@ -495,6 +495,7 @@ class RunPodEmulator(EmulatorServer[str, _Pod]):
         metadata = {
             "query": {"startTime": iso(start), "endTime": iso(end), "bucketSize": "day"},
             "recordCount": len(records),
+            "uniquePodCount": len({r["podId"] for r in records}),
             "totals": {"totalAmount": total, "gpuAmount": total, "cpuAmount": 0, "diskAmount": 0},
         }
         return self._json(200, {"records": records, "metadata": metadata}, request)
