@@ -119,3 +119,54 @@ def test_a_sign_in_link_works_once_on_lambda(account: Account) -> None:
     first = handler(_event("POST", path), None)
     assert first["statusCode"] == 303 and first["cookies"]
     assert handler(_event("POST", path), None)["statusCode"] == 403
+
+
+def test_a_page_view_is_the_same_few_dynamodb_calls_whatever_the_fleet(account: Account) -> None:
+    """A fixed handful of reads per view (one Query per partition), not one per instance,
+    monitor or snapshot: a fleet ten times larger costs the same calls."""
+    from handlers import runtime
+    from reaper.core.models import Monitor
+
+    store = account.store()
+    now = datetime.now(UTC)
+    cookie = _sign_in()
+
+    def fleet(size: int) -> None:
+        pods = [
+            Instance(
+                provider="runpod",
+                account="main",
+                id=f"pod-{n}",
+                name=f"pod {n}",
+                state="running" if n % 2 else "stopped",
+                raw_status="RUNNING" if n % 2 else "EXITED",
+                cost_per_hour=0.5,
+            )
+            for n in range(size)
+        ]
+        store.record_listing(Listing(provider="runpod", account="main", at=now, instances=pods))
+        for n in range(size):
+            store.put_monitor(Monitor(host=f"job-{n}", status="up", created_at=now))
+            store.record_snapshot(Snapshot(at=now, accounts=[]))
+
+    def calls_of_one_view() -> list[str]:
+        [dynamodb] = [s for s in runtime._stores.values()]
+        seen: list[str] = []
+
+        def count(event_name: str, **_kwargs: Any) -> None:
+            seen.append(event_name.rsplit(".", 1)[-1])
+
+        dynamodb._client.meta.events.register("before-call.dynamodb", count)
+        try:
+            page = handler(_event("GET", "/", cookies=[cookie]), None)
+        finally:
+            dynamodb._client.meta.events.unregister("before-call.dynamodb", count)
+        assert page["statusCode"] == 200
+        return seen
+
+    fleet(5)
+    small = calls_of_one_view()
+    fleet(50)
+    large = calls_of_one_view()
+    assert small == large, (small, large)
+    assert 0 < len(small) <= 8, small
