@@ -158,3 +158,30 @@ def test_a_results_dir_outside_any_repository(kit: Kit, tmp_path: Path) -> None:
     alert = kept(kit)
 
     assert "is not in a git repository (RESULTS_URL=git)" in alert
+
+
+def test_dry_run_says_the_whole_sequence_and_commits_nothing(
+    kit: Kit, repos: tuple[Path, Path]
+) -> None:
+    bare, work = repos
+    write_files(work / "results", sample_files())
+    before = git("--git-dir", str(bare), "rev-parse", "main", cwd=work).strip()
+
+    done = kit.run("run.sh", "true", DRY_RUN="1", timeout=60)
+
+    assert done.returncode == 0, done.stderr
+    assert git("--git-dir", str(bare), "rev-parse", "main", cwd=work).strip() == before
+    assert git("rev-parse", "HEAD", cwd=work).strip() == before
+    assert git("status", "--porcelain", cwd=work).strip() == "?? results/"
+    assert not (work / "results" / "MANIFEST.json").exists()
+    for line in (
+        "dry run: would write MANIFEST.json",
+        "dry run: would commit results in ",
+        "and push it to git origin main",
+        "dry run: would read the branch back from the remote (ls-remote, fetch) and compare",
+    ):
+        assert line in done.stderr, line
+    [alert] = kit.alerts()
+    assert "dry run: would save 4 files, 11.5 MB, git origin main" in alert
+    assert alert.endswith("DRY_RUN=1: not destroying this instance")
+    assert kit.deletes() == []
