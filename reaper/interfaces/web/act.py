@@ -13,6 +13,12 @@ token can leak (a forwarded notification, a link shared in a chat), and then a f
 could make a visitor's browser POST it; a browser names the page's origin in `Origin` (and
 `Sec-Fetch-Site`) on a POST, so one naming another site is refused with 403. A request without
 `Origin` is not from a browser form of another site (the ntfy app, curl) and is allowed.
+
+The page sends no referrer (its path holds the token), and under `Referrer-Policy: no-referrer`
+Chromium names the origin of the page's own form POST as `Origin: null`. `Sec-Fetch-Site`,
+which no page can set, then says where it came from: `same-origin` is this page's own button.
+A real browser found this (tests/test_phone_act_browser.py): without the rule, the button
+on a phone answered "refused".
 """
 
 from __future__ import annotations
@@ -116,8 +122,11 @@ def same_origin(headers: dict[str, str], public_url: str | None) -> bool:
     """Whether a POST may be from this site's own page (see the module docstring): no
     `Origin` (not a browser form), or the origin of REAPER_PUBLIC_URL or of the `Host` the
     request came to; never a `Sec-Fetch-Site: cross-site` nor an opaque `Origin: null`."""
-    if headers.get("sec-fetch-site", "").strip().lower() == "cross-site":
+    site = headers.get("sec-fetch-site", "").strip().lower()
+    if site == "cross-site":
         return False
+    if site == "same-origin":
+        return True  # set by the browser itself, whatever it says in `Origin`
     origin = headers.get("origin")
     if origin is None:
         return True

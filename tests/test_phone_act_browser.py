@@ -1,0 +1,44 @@
+"""The `/act/<token>` page in a real headless browser at a phone's width, as Bark's tap opens
+it: what it will do and its buttons, no sideways scroll, names as text; the press keeps the
+pod (the same record a chat button writes), and the spent link says so on a second visit."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from tests.browser_support import as_phone, chromium, screenshot, submit
+from tests.phone_support import PUBLIC, link_path, phone
+
+
+def test_the_action_page_on_a_phone_keeps_the_pod(tmp_path: Path) -> None:
+    with phone(tmp_path, telegram=False, bark=True) as p, chromium() as browser:
+        assert p.bark is not None
+        pod = p.w.runpod.add_pod(status="EXITED", name="<i>sweep</i> & co")
+        p.warn()
+        [push] = [x for x in p.bark.pushes if "will be terminated" in x["title"]]
+        assert push["url"].startswith(f"{PUBLIC}/act/")
+        from selenium.webdriver.common.by import By
+
+        with p.served() as app:
+            as_phone(browser)
+            browser.get(app.running.url + link_path(push["url"]))
+            text = browser.find_element(By.TAG_NAME, "body").text
+            assert "<i>sweep</i> & co" in text, "the name as text, markup and all"
+            assert browser.find_elements(By.CSS_SELECTOR, "i") == []
+            labels = [b.text for b in browser.find_elements(By.TAG_NAME, "button")]
+            assert labels[:2] == ["Keep 1 day", "Keep 1 week"] and any(
+                "Terminate" in label for label in labels
+            )
+            scroll = browser.execute_script("return document.documentElement.scrollWidth")
+            assert scroll <= 390, f"the page scrolls sideways: {scroll}"
+            screenshot(browser, "act-phone")
+            assert p.actions() == [], "opening the page changes nothing"
+            submit(browser, browser.find_element(By.XPATH, "//button[text()='Keep 1 day']"))
+            body = browser.find_element(By.TAG_NAME, "body").text
+            assert "Done" in body, body[:400]
+            [record] = p.actions()
+            assert (record.kind, record.done, record.via) == ("keep", True, "action link")
+            browser.get(app.running.url + link_path(push["url"]))
+            assert "unknown, used or expired" in browser.find_element(By.TAG_NAME, "body").text
+        kept = p.w.store().history().kept
+        assert f"runpod:{pod}" in kept
