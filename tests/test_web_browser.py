@@ -126,6 +126,28 @@ def test_a_monitors_page_its_log_and_its_own_timeout(browser: Any, demo_fleet: F
     assert width <= 390, "no sideways scroll on the monitor's page either"
 
 
+def test_a_sign_in_link_on_a_phone_signs_in_once(browser: Any, demo_fleet: Fleet) -> None:
+    from dataclasses import replace
+    from urllib.parse import urlsplit
+
+    from reaper.interfaces.web.session import create_login_link
+
+    f = demo_fleet
+    settings = replace(f.app.settings, public_url="https://reaper.example")
+    link = create_login_link(settings, f.app.store, f.app.clock.now())
+    path = urlsplit(link).path
+    as_phone(browser)
+    browser.get(f.app.running.url + path)
+    assert browser.find_elements(_by().ID, "running") == [], "opening the link signs nobody in"
+    submit(browser, browser.find_element(_by().CSS_SELECTOR, f"form[action='{path}'] button"))
+    assert "llm-finetune" in text_of(browser, "#running")
+    browser.delete_all_cookies()
+    browser.get(f.app.running.url + path)
+    submit(browser, browser.find_element(_by().CSS_SELECTOR, f"form[action='{path}'] button"))
+    assert "used already or has expired" in browser.find_element(_by().TAG_NAME, "body").text
+    assert browser.find_elements(_by().ID, "running") == []
+
+
 def test_no_horizontal_scroll_at_390_px(browser: Any, demo_fleet: Fleet) -> None:
     as_phone(browser)
     try:
