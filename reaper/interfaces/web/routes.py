@@ -257,19 +257,26 @@ def _target(form: Mapping[str, str]) -> tuple[str, Response | None]:
     return instance_key(provider, instance_id), None
 
 
+def _instance_form(request: Request, app: App) -> tuple[dict[str, str], str] | Response:
+    """The form of a keep/unkeep and the instance key it names, or the answer refusing it."""
+    asked = _asked(request, app)
+    if isinstance(asked, Response):
+        return asked
+    _signed_in_as, form = asked
+    key, bad = _target(form)
+    return bad if bad is not None else (form, key)
+
+
 def _anchor(key: str) -> str:
     return "/#i-" + "".join(c if c.isalnum() or c in "-_" else "-" for c in key)
 
 
 async def keep(request: Request, app: App, params: Mapping[str, str]) -> Response:
     """The record `reaper keep` writes, with who asked."""
-    asked = _asked(request, app)
+    asked = _instance_form(request, app)
     if isinstance(asked, Response):
         return asked
-    _signed_in_as, form = asked
-    key, bad = _target(form)
-    if bad is not None:
-        return bad
+    form, key = asked
     choice = form.get("for", "")
     if choice not in KEEP_FOR:
         return _line(400, "for: expected 1d, 7d or nothing (until unkept)")
@@ -286,13 +293,10 @@ async def keep(request: Request, app: App, params: Mapping[str, str]) -> Respons
 
 async def unkeep(request: Request, app: App, params: Mapping[str, str]) -> Response:
     """The record `reaper unkeep` ends, with who asked."""
-    asked = _asked(request, app)
+    asked = _instance_form(request, app)
     if isinstance(asked, Response):
         return asked
-    _signed_in_as, form = asked
-    key, bad = _target(form)
-    if bad is not None:
-        return bad
+    _form, key = asked
     ended = keeping.unkeep(app.store, key, now=app.clock.now(), by=KEPT_BY, via=KEPT_BY).done
     log.event("unkeep", instance=key, by=KEPT_BY, result="ended" if ended else "none")
     return _see_other(_anchor(key))
