@@ -71,6 +71,9 @@ class FakeClient:
     async def billing(self, days: int) -> None:
         return None  # as a provider without a billing history answers
 
+    async def instance_billing(self, days: int) -> None:
+        return None
+
     async def volumes(self, instances: Sequence[Instance] | None = None) -> list[Volume]:
         self.calls.append("volumes")
         if self.volumes_error:
