@@ -10,7 +10,7 @@ too (`read_extras`), so that nothing lists the same accounts twice.
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Collection, Sequence
+from collections.abc import Awaitable, Callable, Collection, Sequence
 from dataclasses import dataclass, field
 
 from reaper import log
@@ -83,6 +83,13 @@ class Extras:
     billed_instances: dict[tuple[str, str], dict[str, float]] = field(default_factory=dict)
 
 
+async def _read(start: Callable[[], Awaitable[object]]) -> object:
+    """One read, its failure kept as its result even when starting it fails (a client that
+    lacks a read raises before any coroutine exists): one account's missing read never takes
+    the others' down."""
+    return await start()
+
+
 async def read_extras(clients: Sequence[ProviderClient], seen: Observation) -> Extras:
     """Every account's balance and volumes, concurrently. A provider that tells volume
     attachment from its instances gets this pass's listing of its provider (every account's:
@@ -97,10 +104,10 @@ async def read_extras(clients: Sequence[ProviderClient], seen: Observation) -> E
             else None
         )
         balance, volumes, billed, per_instance = await asyncio.gather(
-            client.balance(),
-            client.volumes(instances),
-            client.billing(BILLING_DAYS),
-            client.instance_billing(BILLING_DAYS),
+            _read(lambda: client.balance()),
+            _read(lambda: client.volumes(instances)),
+            _read(lambda: client.billing(BILLING_DAYS)),
+            _read(lambda: client.instance_billing(BILLING_DAYS)),
             return_exceptions=True,
         )
         return balance, volumes, billed, per_instance
