@@ -148,6 +148,17 @@ def test_a_sign_in_link_on_a_phone_signs_in_once(browser: Any, demo_fleet: Fleet
     assert browser.find_elements(_by().ID, "running") == []
 
 
+def test_sign_out_ends_the_session(browser: Any, demo_fleet: Fleet) -> None:
+    f = demo_fleet
+    sign_in(browser, f)
+    assert "llm-finetune" in text_of(browser, "#running")
+    submit(browser, browser.find_element(_by().XPATH, "//button[text()='Sign out']"))
+    assert browser.find_elements(_by().ID, "running") == []
+    assert browser.find_elements(_by().NAME, "key"), "the sign-in page again"
+    browser.get(f.app.running.url + "/")
+    assert browser.find_elements(_by().ID, "running") == [], "and it stays signed out"
+
+
 def test_no_horizontal_scroll_at_390_px(browser: Any, demo_fleet: Fleet) -> None:
     as_phone(browser)
     try:
