@@ -228,7 +228,7 @@ def test_action_links_refuse_every_forgery_with_one_line(tmp_path: Path, log: io
                 assert response.text.count("\n") == 1, response.text
             _nothing_done(p)
             # None of that used the link: it still works, from its own page, once — as
-            # Chromium posts it under the page's no-referrer policy (see test_phone_act_browser).
+            # a browser posts it when it names the origin null (see test_phone_act_browser).
             ok = app.http.post(path, headers={"Origin": "null", "Sec-Fetch-Site": "same-origin"})
             assert ok.status_code == 200, ok.text
             used = app.http.get(path)

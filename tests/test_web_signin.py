@@ -52,7 +52,7 @@ def test_the_page_without_a_session_is_the_sign_in_page_and_reveals_nothing(
     assert '<form method="post" action="/login">' in response.text
     assert "script-src" not in response.headers["content-security-policy"]
     assert "default-src 'none'" in response.headers["content-security-policy"]
-    assert response.headers["referrer-policy"] == "no-referrer"
+    assert response.headers["referrer-policy"] == "same-origin"
     assert response.headers["cache-control"] == "no-store"
     for word in ("llm-finetune", "old-run", "trainer-box", "eval-harness", "$", "Watchdogs"):
         assert word not in response.text

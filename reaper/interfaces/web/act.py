@@ -5,7 +5,8 @@ nothing (link previews and prefetches are harmless). `POST` does it, once (`reap
 A used, expired or unknown token — or one that cannot be a token — is a 404 with one line, the
 same for each, so a probe learns nothing. The page is small, server-rendered and readable on a
 390 px phone; every value from outside (instance names from the providers, monitor hosts) is
-HTML-escaped, and the page loads nothing, can be framed by nobody and sends no referrer.
+HTML-escaped, and the page loads nothing, can be framed by nobody and sends its address (which
+holds the token) as a referrer to no other site.
 
 Cross-site POSTs are refused (`same_origin`). The token is itself the secret and is single
 use, so a CSRF token would add nothing: a page of another site cannot know the token. But a
@@ -14,11 +15,10 @@ could make a visitor's browser POST it; a browser names the page's origin in `Or
 `Sec-Fetch-Site`) on a POST, so one naming another site is refused with 403. A request without
 `Origin` is not from a browser form of another site (the ntfy app, curl) and is allowed.
 
-The page sends no referrer (its path holds the token), and under `Referrer-Policy: no-referrer`
-Chromium names the origin of the page's own form POST as `Origin: null`. `Sec-Fetch-Site`,
-which no page can set, then says where it came from: `same-origin` is this page's own button.
-A real browser found this (tests/test_phone_act_browser.py): without the rule, the button
-on a phone answered "refused".
+The referrer policy is `same-origin`, not `no-referrer`: under `no-referrer` the Fetch standard
+has a browser send a form POST's `Origin` as `null`, and the page's own button was refused
+(a real browser found it: tests/test_phone_act_browser.py). `Sec-Fetch-Site: same-origin`,
+which no page can set, is accepted as well, for a browser that still says `null`.
 """
 
 from __future__ import annotations
@@ -37,7 +37,7 @@ from reaper.passes.act import LINK, ActContext, Outcome, lookup, perform
 BODY_LIMIT = 4096
 HTML_HEADERS = {
     "content-type": "text/html; charset=utf-8",
-    "referrer-policy": "no-referrer",
+    "referrer-policy": "same-origin",
     "x-frame-options": "DENY",
     "x-content-type-options": "nosniff",
     "content-security-policy": (
@@ -79,7 +79,7 @@ def _document(title: str, body: str) -> bytes:
     return (
         '<!doctype html>\n<html lang="en"><head><meta charset="utf-8">'
         '<meta name="viewport" content="width=device-width, initial-scale=1">'
-        '<meta name="referrer" content="no-referrer">'
+        '<meta name="referrer" content="same-origin">'
         f"<title>reaper: {html.escape(title)}</title><style>{_STYLE}</style></head>"
         f"<body>{body}</body></html>\n"
     ).encode()

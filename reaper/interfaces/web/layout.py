@@ -23,8 +23,10 @@ HTML_HEADERS = {
     ),
     "x-content-type-options": "nosniff",
     "x-frame-options": "DENY",
-    # A sign-in link's token is in its path: never hand it on as a referrer.
-    "referrer-policy": "no-referrer",
+    # A sign-in link's token is in its path: never hand it on to another site as a referrer.
+    # (`same-origin`, not `no-referrer`: under `no-referrer` a browser names a form POST's
+    # origin `null`, which the action page's cross-site check would refuse.)
+    "referrer-policy": "same-origin",
 }
 
 
@@ -107,7 +109,7 @@ def document(title: str, body: str) -> bytes:
         '<html lang="en"><head><meta charset="utf-8">'
         '<meta name="viewport" content="width=device-width, initial-scale=1">'
         '<meta name="robots" content="noindex, nofollow">'
-        '<meta name="referrer" content="no-referrer">'
+        '<meta name="referrer" content="same-origin">'
         f"<title>{esc(title)}</title><style>{CSS}</style></head>"
         f"<body><main>{body}</main></body></html>\n"
     ).encode()
