@@ -7,6 +7,7 @@ process that never makes a client never loads one.
 from __future__ import annotations
 
 from collections.abc import Callable
+from functools import cache
 from importlib import import_module
 from typing import TYPE_CHECKING
 
@@ -18,8 +19,10 @@ if TYPE_CHECKING:
     from reaper.providers.http import HttpOptions
 
 
+@cache
 def plugin(name: str) -> ProviderPlugin:
-    """The plugin of a registered provider; KeyError for a name no package claims."""
+    """The plugin of a registered provider; KeyError for a name no package claims. Cached:
+    every ping asks (is its host a provider's?), and a module lookup is not free."""
     found: ProviderPlugin = import_module(PROVIDERS[name]).PLUGIN
     return found
 
