@@ -141,8 +141,19 @@ def _one_of(allowed: frozenset[str]) -> Any:
 
 # pydantic's compact form; one encoder, not one per call (json.dumps builds one for any option).
 _ENCODER = json.JSONEncoder(ensure_ascii=False, separators=(",", ":"))
-# Per record class: its field names in order, the defaults, the fields without one.
-_Layout = tuple[tuple[str, ...], dict[str, Any], frozenset[str]]
+
+
+# Per record class: its field names in order, the defaults, the fields without one, and which
+# fields are times and which are text (read inline: see `model_validate`).
+@dataclass(frozen=True)
+class _Layout:
+    order: tuple[str, ...]
+    defaults: dict[str, Any]
+    required: frozenset[str]
+    times: frozenset[str]
+    texts: frozenset[str]
+
+
 _LAYOUTS: dict[type, _Layout] = {}
 
 
@@ -150,10 +161,13 @@ def _layout(cls: type) -> _Layout:
     found = _LAYOUTS.get(cls)
     if found is None:
         fields = dataclasses.fields(cls)
-        found = _LAYOUTS[cls] = (
-            tuple(f.name for f in fields),
-            {f.name: f.default for f in fields if f.default is not dataclasses.MISSING},
-            frozenset(f.name for f in fields if f.default is dataclasses.MISSING),
+        readers: Mapping[str, Any] = getattr(cls, "_READERS", {})
+        found = _LAYOUTS[cls] = _Layout(
+            order=tuple(f.name for f in fields),
+            defaults={f.name: f.default for f in fields if f.default is not dataclasses.MISSING},
+            required=frozenset(f.name for f in fields if f.default is dataclasses.MISSING),
+            times=frozenset(n for n, r in readers.items() if r is _datetime),
+            texts=frozenset(f.name for f in fields if f.name not in readers),
         )
     return found
 
@@ -180,7 +194,8 @@ class _Record:
         return copied
 
     def _fields(self, exclude_defaults: bool) -> dict[str, Any]:
-        order, defaults, _required = _layout(type(self))
+        layout = _layout(type(self))
+        order, defaults = layout.order, layout.defaults
         values = self.__dict__
         data: dict[str, Any] = {}
         for name in order:
@@ -204,21 +219,40 @@ class _Record:
 
     @classmethod
     def model_validate(cls, data: Mapping[str, Any]) -> Self:
-        if not isinstance(data, Mapping):
+        if type(data) is not dict and not isinstance(data, Mapping):
             raise RecordError(f"{cls.__name__}: not an object")
-        _order, defaults, required = _layout(cls)
-        values = dict(defaults)
+        layout = _layout(cls)
+        defaults, required, times, texts = (
+            layout.defaults,
+            layout.required,
+            layout.times,
+            layout.texts,
+        )
         readers = cls._READERS
+        values = dict(defaults)
+        # Every ping reads a monitor and a watch pass reads all of them: times and text, the
+        # most of any record, are read inline rather than through their reader.
         for name, value in data.items():
-            if name in required:
-                if value is None:
-                    continue  # reported as missing below
-            elif name not in defaults:
-                continue  # a field a later version added: ignored, as pydantic did
-            values[name] = None if value is None else readers.get(name, _str)(value, name)
-        missing = sorted(required - values.keys())
-        if missing:
-            raise RecordError(f"{cls.__name__}: missing {', '.join(missing)}")
+            if value is None:
+                if name in defaults:
+                    values[name] = None
+                continue  # a required field's null is reported as missing below
+            if name in times and type(value) is str:
+                try:
+                    moment = datetime.fromisoformat(value)
+                except ValueError:
+                    raise RecordError(f"{name}: not an ISO 8601 time") from None
+                values[name] = moment if moment.tzinfo is not None else moment.replace(tzinfo=UTC)
+            elif name in texts:
+                if type(value) is not str:
+                    raise RecordError(f"{name}: not text")
+                values[name] = value
+            elif name in readers:
+                values[name] = readers[name](value, name)
+            # else: a field a later version added: ignored, as pydantic did
+        if not required <= values.keys():
+            missing = ", ".join(sorted(required - values.keys()))
+            raise RecordError(f"{cls.__name__}: missing {missing}")
         record = object.__new__(cls)
         record.__dict__.update(values)
         return record
