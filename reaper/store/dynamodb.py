@@ -142,12 +142,16 @@ def _epoch(moment: datetime) -> int:
     return int(as_utc(moment).timestamp())
 
 
+_ZERO = timedelta(0)
+
+
 def _utc_model(model: _Model) -> _Model:
     """The model with every datetime in UTC, so that what comes back is always aware UTC."""
     update = {
         name: as_utc(value)
         for name, value in model.__dict__.items()
-        if isinstance(value, datetime) and value.utcoffset() != timedelta(0)
+        # `tzinfo is UTC` first: nearly every time here is the clock's, already UTC.
+        if isinstance(value, datetime) and value.tzinfo is not UTC and value.utcoffset() != _ZERO
     }
     return model.model_copy(update=update) if update else model
 

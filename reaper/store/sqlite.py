@@ -180,13 +180,17 @@ def _opt_dt(text: str | None) -> datetime | None:
     return None if text is None else _dt(text)
 
 
+_ZERO = timedelta(0)
+
+
 def _utc_model(model: _Model) -> _Model:
     """The model with every datetime field in UTC (naive ones taken as UTC), before storing it,
     so that what comes back out is always timezone-aware UTC."""
     update = {
         name: as_utc(value)
         for name, value in model.__dict__.items()
-        if isinstance(value, datetime) and value.utcoffset() != timedelta(0)
+        # `tzinfo is UTC` first: nearly every time here is the clock's, already UTC.
+        if isinstance(value, datetime) and value.tzinfo is not UTC and value.utcoffset() != _ZERO
     }
     return model.model_copy(update=update) if update else model
 
