@@ -973,6 +973,35 @@ class StoreContract:
         kept = [e.seq for e in store.monitor_log("h")]
         assert kept == list(range(31, PING_LOG_KEPT + 31))
 
+    def test_logged_pings_keep_the_last_hundred_whole_and_in_order(self, store: Store) -> None:
+        """Every ping's own write (`put_monitor_logged`), read back at every point of the way:
+        whatever a backend keeps where (SQLite batches them into its ring), the log is the last
+        PING_LOG_KEPT events, each as it was written."""
+
+        def event(seq: int) -> PingEvent:
+            return PingEvent(
+                seq=seq,
+                at=T0 + seq * SECOND,
+                kind="exit",
+                exit_status=seq % 256,
+                body=f'body {seq} ✓ "quoted"',
+                client="10.0.0.9",
+                note="held" if seq % 7 == 0 else "",
+            )
+
+        store.create_monitor(Monitor(host="h", created_at=T0), limit=10)
+        last = 2 * PING_LOG_KEPT + 37
+        for seq in range(1, last + 1):
+            monitor = Monitor(host="h", status="up", created_at=T0, events=seq)
+            store.put_monitor_logged(monitor, event(seq))
+            if seq in (1, 9, 10, 11, 99, 100, 101, 150, last):
+                first = max(1, seq - PING_LOG_KEPT + 1)
+                assert store.monitor_log("h") == [event(n) for n in range(first, seq + 1)], seq
+        monitor = store.get_monitor("h")
+        assert monitor is not None and monitor.events == last
+        store.delete_monitor("h")
+        assert store.monitor_log("h") == []
+
     def test_an_event_takes_its_slot(self, store: Store) -> None:
         store.log_event("h", PingEvent(seq=5, at=T0, kind="fail"))
         store.log_event("h", PingEvent(seq=105, at=T0 + HOUR, kind="ping"))

@@ -172,6 +172,9 @@ def _layout(cls: type) -> _Layout:
     return found
 
 
+_NO_DEFAULT = object()
+
+
 class _Record:
     """What both records share: copies with changes, and the JSON the stores keep.
 
@@ -195,19 +198,24 @@ class _Record:
 
     def _fields(self, exclude_defaults: bool) -> dict[str, Any]:
         layout = _layout(type(self))
-        order, defaults = layout.order, layout.defaults
         values = self.__dict__
-        data: dict[str, Any] = {}
-        for name in order:
-            value = values[name]
-            if exclude_defaults and name in defaults and value == defaults[name]:
-                continue
+        if exclude_defaults:
+            defaults = layout.defaults
+            data = {
+                name: values[name]
+                for name in layout.order
+                if (default := defaults.get(name, _NO_DEFAULT)) is _NO_DEFAULT
+                or values[name] != default
+            }
+        else:
+            data = {name: values[name] for name in layout.order}
+        for name, value in data.items():
             kind = type(value)
             if kind is datetime:
-                value = _datetime_json(value)
+                text = value.isoformat()
+                data[name] = text[:-6] + "Z" if text.endswith("+00:00") else text
             elif kind is timedelta:
-                value = _duration_json(value)
-            data[name] = value
+                data[name] = _duration_json(value)
         return data
 
     def model_dump_json(self, *, exclude_defaults: bool = False) -> str:
