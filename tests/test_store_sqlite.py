@@ -149,6 +149,29 @@ def test_wal_mode_and_schema_version(db_path: Path) -> None:
     conn.close()
 
 
+def test_a_new_file_has_small_pages_and_an_old_one_keeps_its_own(tmp_path: Path) -> None:
+    """Every ping writes two pages (its monitor's, its log slot's): a new file's are 1 KB. A
+    file made with 4 KB pages keeps them (SQLite fixes the size at creation) and checkpoints
+    after the same amount of WAL, in its own pages."""
+    new = tmp_path / "new.db"
+    store = SQLiteStore(str(new))
+    assert store._connection().execute("PRAGMA page_size").fetchone()[0] == sqlite_module.PAGE_SIZE
+    checkpoint = store._connection().execute("PRAGMA wal_autocheckpoint").fetchone()[0]
+    assert checkpoint == sqlite_module.WAL_CHECKPOINT_BYTES // sqlite_module.PAGE_SIZE
+    store.close()
+
+    old = tmp_path / "old.db"
+    conn = sqlite3.connect(old)
+    conn.execute("PRAGMA page_size = 4096")
+    conn.execute("CREATE TABLE made_before (x)")  # the size is fixed from here on
+    conn.close()
+    store = SQLiteStore(str(old))
+    assert store._connection().execute("PRAGMA page_size").fetchone()[0] == 4096
+    checkpoint = store._connection().execute("PRAGMA wal_autocheckpoint").fetchone()[0]
+    assert checkpoint == sqlite_module.WAL_CHECKPOINT_BYTES // 4096
+    store.close()
+
+
 def test_reopening_keeps_everything(db_path: Path) -> None:
     store = SQLiteStore(str(db_path))
     fill(store)
