@@ -212,8 +212,7 @@ class _Record:
         for name, value in data.items():
             kind = type(value)
             if kind is datetime:
-                text = value.isoformat()
-                data[name] = text[:-6] + "Z" if text.endswith("+00:00") else text
+                data[name] = _datetime_json(value)
             elif kind is timedelta:
                 data[name] = _duration_json(value)
         return data
@@ -238,19 +237,15 @@ class _Record:
         )
         readers = cls._READERS
         values = dict(defaults)
-        # Every ping reads a monitor and a watch pass reads all of them: times and text, the
-        # most of any record, are read inline rather than through their reader.
+        # Every ping reads a monitor and a watch pass reads all of them: text, the most of any
+        # record's fields, is checked inline rather than through a reader.
         for name, value in data.items():
             if value is None:
                 if name in defaults:
                     values[name] = None
                 continue  # a required field's null is reported as missing below
-            if name in times and type(value) is str:
-                try:
-                    moment = datetime.fromisoformat(value)
-                except ValueError:
-                    raise RecordError(f"{name}: not an ISO 8601 time") from None
-                values[name] = moment if moment.tzinfo is not None else moment.replace(tzinfo=UTC)
+            if name in times:
+                values[name] = _datetime(value, name)
             elif name in texts:
                 if type(value) is not str:
                     raise RecordError(f"{name}: not text")

@@ -8,11 +8,12 @@ share one store safely.
 
 from __future__ import annotations
 
-from datetime import datetime, timedelta
-from typing import TYPE_CHECKING, Protocol
+from datetime import UTC, datetime, timedelta
+from typing import TYPE_CHECKING, Protocol, TypeVar
 
 from reaper.core.monitors import PING_LOG_KEPT, SettingsChange
-from reaper.core.records import Monitor, PingEvent
+from reaper.core.records import Monitor, PingEvent, Record
+from reaper.core.units import as_utc
 
 if TYPE_CHECKING:  # pydantic models: a cold ping imports none of them (reaper.core.records)
     from reaper.core.models import (
@@ -32,6 +33,31 @@ if TYPE_CHECKING:  # pydantic models: a cold ping imports none of them (reaper.c
 # Snapshots are kept at least this long (SQLite prunes older ones when it records one; DynamoDB
 # lets its TTL collect them); the status page reads 30 days.
 SNAPSHOT_RETENTION = timedelta(days=90)
+
+
+_Record = TypeVar("_Record", bound=Record)
+_ZERO = timedelta(0)
+
+
+def time_text(moment: datetime) -> str:
+    """How both backends store a time: fixed width, so text order is time order."""
+    return as_utc(moment).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
+
+
+def text_time(text: str) -> datetime:
+    return datetime.fromisoformat(text).astimezone(UTC)
+
+
+def utc_record(record: _Record) -> _Record:
+    """The record with every time field in UTC (naive ones taken as UTC), before a backend
+    stores it, so that what comes back out is always timezone-aware UTC."""
+    update = {
+        name: as_utc(value)
+        for name, value in record.__dict__.items()
+        # `tzinfo is UTC` first: nearly every time here is the clock's, already UTC.
+        if isinstance(value, datetime) and value.tzinfo is not UTC and value.utcoffset() != _ZERO
+    }
+    return record.model_copy(update=update) if update else record
 
 
 class ReadOnlyStoreError(RuntimeError):

@@ -64,10 +64,10 @@ import time
 import zlib
 from collections.abc import Iterator, Mapping
 from datetime import UTC, datetime, timedelta
-from typing import TYPE_CHECKING, Any, TypeVar
+from typing import TYPE_CHECKING, Any
 
 from reaper.core.monitors import SettingsChange, apply_change
-from reaper.core.records import Monitor, PingEvent, Record
+from reaper.core.records import Monitor, PingEvent
 from reaper.core.units import as_utc
 from reaper.store.base import (
     SNAPSHOT_RETENTION,
@@ -75,6 +75,9 @@ from reaper.store.base import (
     last_heard,
     log_slot,
     retired_to_delete,
+    text_time,
+    time_text,
+    utc_record,
 )
 
 if TYPE_CHECKING:  # pydantic models, imported where used: a cold ping needs none of them
@@ -109,7 +112,6 @@ GRANT_RETENTION = timedelta(days=1)
 # A mute changes no pause, so the time of its change dates nothing.
 _EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
 
-_Model = TypeVar("_Model", bound=Record)
 Item = dict[str, Any]
 
 # The table's schema, shared by `create_table` (tests, DynamoDB Local) and serverless.yml
@@ -129,31 +131,8 @@ class StoreConflictError(RuntimeError):
     """A monitor write kept losing races on the same host; nothing was written."""
 
 
-def _ts(moment: datetime) -> str:
-    """The stored spelling of a time: fixed width, so string order is time order."""
-    return as_utc(moment).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
-
-
-def _dt(text: str) -> datetime:
-    return datetime.fromisoformat(text).astimezone(UTC)
-
-
 def _epoch(moment: datetime) -> int:
     return int(as_utc(moment).timestamp())
-
-
-_ZERO = timedelta(0)
-
-
-def _utc_model(model: _Model) -> _Model:
-    """The model with every datetime in UTC, so that what comes back is always aware UTC."""
-    update = {
-        name: as_utc(value)
-        for name, value in model.__dict__.items()
-        # `tzinfo is UTC` first: nearly every time here is the clock's, already UTC.
-        if isinstance(value, datetime) and value.tzinfo is not UTC and value.utcoffset() != _ZERO
-    }
-    return model.model_copy(update=update) if update else model
 
 
 def _s(value: str) -> dict[str, str]:
@@ -293,25 +272,25 @@ class DynamoDBStore:
             since = _str(item, "since")
             if kind == "stop":
                 if since is not None:
-                    first_seen[key] = _dt(since)
+                    first_seen[key] = text_time(since)
                 if (started := _str(item, "started")) is not None:
-                    started_seen[key] = _dt(started)
+                    started_seen[key] = text_time(started)
                 if (warned_at := _str(item, "warned_at")) is not None:
                     terminate_at = _str(item, "warned_terminate_at")
                     warned[key] = WarningRecord(
-                        at=_dt(warned_at),
+                        at=text_time(warned_at),
                         # Written before these fields existed: an unheard observe warning,
                         # which licenses nothing (the next pass warns anew).
                         heard=bool(item.get("warned_heard", {}).get("BOOL", False)),
                         mode="enforce" if _str(item, "warned_mode") == "enforce" else "observe",
-                        terminate_at=None if terminate_at is None else _dt(terminate_at),
+                        terminate_at=None if terminate_at is None else text_time(terminate_at),
                     )
             elif kind == "keep" and since is not None:
                 until = _str(item, "until")
                 kept[key] = KeptInstance(
                     key=key,
-                    since=_dt(since),
-                    until=None if until is None else _dt(until),
+                    since=text_time(since),
+                    until=None if until is None else text_time(until),
                     by=_str(item, "by") or "",
                 )
         return History(
@@ -326,10 +305,10 @@ class DynamoDBStore:
     ) -> None:
         self._writable()
         update = "SET since = if_not_exists(since, :at)"
-        values: Item = {":at": _s(_ts(at))}
+        values: Item = {":at": _s(time_text(at))}
         if started_at is not None:
             update += ", started = if_not_exists(started, :started)"
-            values[":started"] = _s(_ts(started_at))
+            values[":started"] = _s(time_text(started_at))
         self._client.update_item(
             TableName=self.table_name,
             Key=_key("history", f"stop#{key}"),
@@ -345,14 +324,14 @@ class DynamoDBStore:
     def record_warning(self, key: str, warning: WarningRecord) -> None:
         self._writable()
         values: Item = {
-            ":at": _s(_ts(warning.at)),
+            ":at": _s(time_text(warning.at)),
             ":heard": {"BOOL": warning.heard},
             ":mode": _s(warning.mode),
         }
         update = "SET warned_at = :at, warned_heard = :heard, warned_mode = :mode"
         if warning.terminate_at is not None:
             update += ", warned_terminate_at = :terminate_at"
-            values[":terminate_at"] = _s(_ts(warning.terminate_at))
+            values[":terminate_at"] = _s(time_text(warning.terminate_at))
         else:
             update += " REMOVE warned_terminate_at"
         self._client.update_item(
@@ -364,9 +343,9 @@ class DynamoDBStore:
 
     def keep(self, kept: KeptInstance) -> None:
         self._writable()
-        item = {**_key("history", f"keep#{kept.key}"), "since": _s(_ts(kept.since))}
+        item = {**_key("history", f"keep#{kept.key}"), "since": _s(time_text(kept.since))}
         if kept.until is not None:
-            item["until"] = _s(_ts(kept.until))
+            item["until"] = _s(time_text(kept.until))
         if kept.by:
             item["by"] = _s(kept.by)
         self._client.put_item(TableName=self.table_name, Item=item)
@@ -388,14 +367,14 @@ class DynamoDBStore:
             Item={
                 **_key("lease", name),
                 "owner": _s(owner),
-                "expires_at": _s(_ts(expires)),
+                "expires_at": _s(time_text(expires)),
                 TTL_ATTRIBUTE: _n(_epoch(expires + LEASE_RETENTION)),
             },
             ConditionExpression=(
                 "attribute_not_exists(pk) OR #owner = :owner OR expires_at <= :now"
             ),
             ExpressionAttributeNames={"#owner": "owner"},
-            ExpressionAttributeValues={":owner": _s(owner), ":now": _s(_ts(now))},
+            ExpressionAttributeValues={":owner": _s(owner), ":now": _s(time_text(now))},
         )
 
     def renew_lease(self, name: str, owner: str, now: datetime, ttl: timedelta) -> bool:
@@ -410,8 +389,8 @@ class DynamoDBStore:
             ExpressionAttributeNames={"#owner": "owner", "#ttl": TTL_ATTRIBUTE},
             ExpressionAttributeValues={
                 ":owner": _s(owner),
-                ":now": _s(_ts(now)),
-                ":expires": _s(_ts(expires)),
+                ":now": _s(time_text(now)),
+                ":expires": _s(time_text(expires)),
                 ":ttl": _n(_epoch(expires + LEASE_RETENTION)),
             },
         )
@@ -431,8 +410,8 @@ class DynamoDBStore:
         """Upsert by (provider, id, requested_at): the sort key spells exactly that, time first
         so that the audit log reads oldest first. Audit records never expire."""
         self._writable()
-        record = _utc_model(record)
-        sk = f"{_ts(record.requested_at)}#{record.provider}#{record.id}"
+        record = utc_record(record)
+        sk = f"{time_text(record.requested_at)}#{record.provider}#{record.id}"
         self._client.put_item(
             TableName=self.table_name,
             Item={**_key("audit", sk), "record": _s(record.model_dump_json())},
@@ -441,15 +420,15 @@ class DynamoDBStore:
     def audit_log(self, since: datetime | None = None) -> list[AuditRecord]:
         from reaper.core.models import AuditRecord
 
-        items = self._query("audit", sk_from=None if since is None else _ts(since))
+        items = self._query("audit", sk_from=None if since is None else time_text(since))
         return [AuditRecord.model_validate_json(item["record"]["S"]) for item in items]
 
     def record_reap(self, run: ReapRun) -> None:
         """The nanosecond counter after the time keeps runs finishing in the same microsecond
         apart, the later write sorting last, as SQLite's row sequence does."""
         self._writable()
-        run = _utc_model(run)
-        sk = f"{_ts(run.finished_at)}#{time.time_ns():020d}"
+        run = utc_record(run)
+        sk = f"{time_text(run.finished_at)}#{time.time_ns():020d}"
         self._client.put_item(
             TableName=self.table_name,
             Item={
@@ -471,13 +450,13 @@ class DynamoDBStore:
         """One item per account, its JSON compressed: a thousand instances fit one item well
         under DynamoDB's 400 KB, and a status read stays one Query."""
         self._writable()
-        listing = _utc_model(listing)
+        listing = utc_record(listing)
         body = zlib.compress(listing.model_dump_json(exclude_defaults=True).encode(), 6)
         self._client.put_item(
             TableName=self.table_name,
             Item={
                 **_key("listing", f"{listing.provider}#{listing.account}"),
-                "at": _s(_ts(listing.at)),
+                "at": _s(time_text(listing.at)),
                 "listing": {"B": body},
             },
         )
@@ -497,7 +476,7 @@ class DynamoDBStore:
 
     @staticmethod
     def _monitor_item(monitor: Monitor) -> Item:
-        monitor = _utc_model(monitor)
+        monitor = utc_record(monitor)
         return {
             **_key("monitor", monitor.host),
             "status": _s(monitor.status),
@@ -657,11 +636,11 @@ class DynamoDBStore:
             "put_item",
             Item={
                 **_key("claim", key),
-                "claimed_at": _s(_ts(now)),
+                "claimed_at": _s(time_text(now)),
                 TTL_ATTRIBUTE: _n(_epoch(now + max(window, CLAIM_RETENTION))),
             },
             ConditionExpression="attribute_not_exists(pk) OR claimed_at <= :horizon",
-            ExpressionAttributeValues={":horizon": _s(_ts(now - window))},
+            ExpressionAttributeValues={":horizon": _s(time_text(now - window))},
         )
 
     @staticmethod
@@ -671,9 +650,9 @@ class DynamoDBStore:
         alerted_at = _str(item, "alerted_at")
         return Episode(
             key=str(item["sk"]["S"]),
-            opened_at=_dt(str(item["opened_at"]["S"])),
+            opened_at=text_time(str(item["opened_at"]["S"])),
             detail=_str(item, "detail") or "",
-            alerted_at=None if alerted_at is None else _dt(alerted_at),
+            alerted_at=None if alerted_at is None else text_time(alerted_at),
         )
 
     def open_episode(self, key: str, at: datetime, detail: str = "") -> Episode:
@@ -687,7 +666,7 @@ class DynamoDBStore:
                 "SET opened_at = if_not_exists(opened_at, :at), "
                 "detail = if_not_exists(detail, :detail)"
             ),
-            ExpressionAttributeValues={":at": _s(_ts(at)), ":detail": _s(detail)},
+            ExpressionAttributeValues={":at": _s(time_text(at)), ":detail": _s(detail)},
             ReturnValues="ALL_NEW",
         )
         return self._episode(answer["Attributes"])
@@ -695,7 +674,7 @@ class DynamoDBStore:
     def mark_episode_alerted(self, key: str, at: datetime, detail: str | None = None) -> None:
         self._writable()
         update = "SET alerted_at = :at" + (", detail = :detail" if detail is not None else "")
-        values: Item = {":at": _s(_ts(at))}
+        values: Item = {":at": _s(time_text(at))}
         if detail is not None:
             values[":detail"] = _s(detail)
         self._conditional(
@@ -725,11 +704,11 @@ class DynamoDBStore:
         """One item; TTL drops it SNAPSHOT_RETENTION after it was taken. The counter after the
         time keeps two snapshots of the same microsecond apart."""
         self._writable()
-        snapshot = _utc_model(snapshot)
+        snapshot = utc_record(snapshot)
         self._client.put_item(
             TableName=self.table_name,
             Item={
-                **_key("snapshot", f"{_ts(snapshot.at)}#{time.time_ns():020d}"),
+                **_key("snapshot", f"{time_text(snapshot.at)}#{time.time_ns():020d}"),
                 "snapshot": _s(snapshot.model_dump_json()),
                 TTL_ATTRIBUTE: _n(_epoch(snapshot.at + SNAPSHOT_RETENTION)),
             },
@@ -741,7 +720,7 @@ class DynamoDBStore:
 
         return [
             Snapshot.model_validate_json(item["snapshot"]["S"])
-            for item in self._query("snapshot", sk_from=_ts(since))
+            for item in self._query("snapshot", sk_from=time_text(since))
         ]
 
     def record_login_token(self, token_hash: str, expires_at: datetime) -> None:
@@ -750,7 +729,7 @@ class DynamoDBStore:
             TableName=self.table_name,
             Item={
                 **_key("login", token_hash),
-                "expires_at": _s(_ts(expires_at)),
+                "expires_at": _s(time_text(expires_at)),
                 TTL_ATTRIBUTE: _n(_epoch(expires_at + LOGIN_TOKEN_RETENTION)),
             },
         )
@@ -763,21 +742,21 @@ class DynamoDBStore:
             "delete_item",
             Key=_key("login", token_hash),
             ConditionExpression="attribute_exists(pk) AND expires_at > :now",
-            ExpressionAttributeValues={":now": _s(_ts(now))},
+            ExpressionAttributeValues={":now": _s(time_text(now))},
         )
 
     # --- actions from the phone -----------------------------------------------------------
     def add_grant(self, grant: ActionGrant) -> None:
         self._writable()
-        grant = _utc_model(grant)
+        grant = utc_record(grant)
         item: Item = {
             **_key("grant", grant.id),
             "grant": _s(grant.model_dump_json(exclude={"used_at"})),
-            "expires_at": _s(_ts(grant.expires_at)),
+            "expires_at": _s(time_text(grant.expires_at)),
             TTL_ATTRIBUTE: _n(_epoch(grant.expires_at + GRANT_RETENTION)),
         }
         if grant.used_at is not None:
-            item["used_at"] = _s(_ts(grant.used_at))
+            item["used_at"] = _s(time_text(grant.used_at))
         self._client.put_item(TableName=self.table_name, Item=item)
 
     def get_grant(self, grant_id: str) -> ActionGrant | None:
@@ -788,7 +767,7 @@ class DynamoDBStore:
             return None
         grant = ActionGrant.model_validate_json(item["grant"]["S"])
         used_at = _str(item, "used_at")
-        return grant.model_copy(update={"used_at": None if used_at is None else _dt(used_at)})
+        return grant.model_copy(update={"used_at": None if used_at is None else text_time(used_at)})
 
     def use_grant(self, grant_id: str, now: datetime) -> bool:
         """Conditional on the grant existing, unused and unexpired, evaluated inside DynamoDB:
@@ -801,14 +780,14 @@ class DynamoDBStore:
             ConditionExpression=(
                 "attribute_exists(pk) AND attribute_not_exists(used_at) AND expires_at > :now"
             ),
-            ExpressionAttributeValues={":now": _s(_ts(now))},
+            ExpressionAttributeValues={":now": _s(time_text(now))},
         )
 
     def record_action(self, record: ActionRecord) -> None:
         """Kept like the termination audit: never expires."""
         self._writable()
-        record = _utc_model(record)
-        sk = f"{_ts(record.at)}#{time.time_ns():020d}"
+        record = utc_record(record)
+        sk = f"{time_text(record.at)}#{time.time_ns():020d}"
         self._client.put_item(
             TableName=self.table_name,
             Item={**_key("action", sk), "record": _s(record.model_dump_json())},
@@ -817,18 +796,18 @@ class DynamoDBStore:
     def action_log(self, since: datetime | None = None) -> list[ActionRecord]:
         from reaper.core.models import ActionRecord
 
-        items = self._query("action", sk_from=None if since is None else _ts(since))
+        items = self._query("action", sk_from=None if since is None else time_text(since))
         return [ActionRecord.model_validate_json(item["record"]["S"]) for item in items]
 
     def request_termination(self, request: TerminationRequest) -> None:
         self._writable()
-        request = _utc_model(request)
+        request = utc_record(request)
         self._client.put_item(
             TableName=self.table_name,
             Item={
                 **_key("request", request.key),
                 "request": _s(request.model_dump_json()),
-                "expires_at": _s(_ts(request.expires_at)),
+                "expires_at": _s(time_text(request.expires_at)),
                 TTL_ATTRIBUTE: _n(_epoch(request.expires_at + GRANT_RETENTION)),
             },
         )
@@ -865,7 +844,7 @@ class DynamoDBStore:
                 ExpressionAttributeNames={"#monitor": "monitor"},
                 ExpressionAttributeValues={":old": item["monitor"]},
             ):
-                return _utc_model(monitor)
+                return utc_record(monitor)
         raise StoreConflictError(f"monitor {host!r}: too many concurrent writes, nothing written")
 
     def pause_monitor(self, host: str, paused: bool, at: datetime) -> bool:
@@ -880,7 +859,7 @@ class DynamoDBStore:
         """One unconditional put into the event's slot. Two pings of one host racing may
         number their events alike; the later write wins the slot (a log, not the state)."""
         self._writable()
-        event = _utc_model(event)
+        event = utc_record(event)
         self._client.put_item(
             TableName=self.table_name,
             Item={

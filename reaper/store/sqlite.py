@@ -25,16 +25,18 @@ from collections.abc import Iterator
 from contextlib import contextmanager, suppress
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, TypeVar
+from typing import TYPE_CHECKING, Any
 
 from reaper.core.monitors import SettingsChange, apply_change
-from reaper.core.records import Monitor, PingEvent, Record
-from reaper.core.units import as_utc
+from reaper.core.records import Monitor, PingEvent
 from reaper.store.base import (
     SNAPSHOT_RETENTION,
     ReadOnlyStoreError,
     log_slot,
     retired_to_delete,
+    text_time,
+    time_text,
+    utc_record,
 )
 
 if TYPE_CHECKING:  # pydantic models, imported where used: a cold ping needs none of them
@@ -158,7 +160,6 @@ ALTER TABLE kept ADD COLUMN kept_by TEXT;
     + _TABLES_OF_2,
 }
 
-_Model = TypeVar("_Model", bound=Record)
 # A mute changes no pause, so the time of its change dates nothing.
 _EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
 # An event into its slot of the host's ring.
@@ -172,32 +173,8 @@ class StoreSchemaError(RuntimeError):
     """The database file was written by a newer reaper, whose schema this one cannot read."""
 
 
-def _ts(moment: datetime) -> str:
-    """The stored spelling of a time: fixed width, so text order is time order."""
-    return as_utc(moment).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
-
-
-def _dt(text: str) -> datetime:
-    return datetime.fromisoformat(text).astimezone(UTC)
-
-
 def _opt_dt(text: str | None) -> datetime | None:
-    return None if text is None else _dt(text)
-
-
-_ZERO = timedelta(0)
-
-
-def _utc_model(model: _Model) -> _Model:
-    """The model with every datetime field in UTC (naive ones taken as UTC), before storing it,
-    so that what comes back out is always timezone-aware UTC."""
-    update = {
-        name: as_utc(value)
-        for name, value in model.__dict__.items()
-        # `tzinfo is UTC` first: nearly every time here is the clock's, already UTC.
-        if isinstance(value, datetime) and value.tzinfo is not UTC and value.utcoffset() != _ZERO
-    }
-    return model.model_copy(update=update) if update else model
+    return None if text is None else text_time(text)
 
 
 def _make_private_dirs(directory: Path) -> None:
@@ -396,11 +373,13 @@ class SQLiteStore:
             ).fetchall()
             kept = conn.execute("SELECT key, since, until, kept_by FROM kept").fetchall()
         return History(
-            first_seen_stopped={key: _dt(since) for key, since, _started in stopped},
-            stretch_started={key: _dt(started) for key, _since, started in stopped if started},
+            first_seen_stopped={key: text_time(since) for key, since, _started in stopped},
+            stretch_started={
+                key: text_time(started) for key, _since, started in stopped if started
+            },
             warnings={
                 key: WarningRecord(
-                    at=_dt(at),
+                    at=text_time(at),
                     heard=bool(heard),
                     mode="enforce" if mode == "enforce" else "observe",
                     terminate_at=_opt_dt(terminate_at),
@@ -408,7 +387,9 @@ class SQLiteStore:
                 for key, at, heard, mode, terminate_at in warnings
             },
             kept={
-                key: KeptInstance(key=key, since=_dt(since), until=_opt_dt(until), by=by or "")
+                key: KeptInstance(
+                    key=key, since=text_time(since), until=_opt_dt(until), by=by or ""
+                )
                 for key, since, until, by in kept
             },
         )
@@ -416,12 +397,12 @@ class SQLiteStore:
     def start_stopped_clock(
         self, key: str, at: datetime, *, started_at: datetime | None = None
     ) -> None:
-        started = None if started_at is None else _ts(started_at)
+        started = None if started_at is None else time_text(started_at)
         with self._write() as conn:
             conn.execute(
                 "INSERT INTO stopped_clock (key, since, started) VALUES (?, ?, ?) "
                 "ON CONFLICT DO NOTHING",
-                (key, _ts(at), started),
+                (key, time_text(at), started),
             )
 
     def reset_stopped_clock(self, key: str) -> None:
@@ -430,23 +411,23 @@ class SQLiteStore:
             conn.execute("DELETE FROM warnings WHERE key = ?", (key,))
 
     def record_warning(self, key: str, warning: WarningRecord) -> None:
-        terminate_at = None if warning.terminate_at is None else _ts(warning.terminate_at)
+        terminate_at = None if warning.terminate_at is None else time_text(warning.terminate_at)
         with self._write() as conn:
             conn.execute(
                 "INSERT INTO warnings (key, at, heard, mode, terminate_at) VALUES (?, ?, ?, ?, ?) "
                 "ON CONFLICT (key) DO UPDATE SET at = excluded.at, heard = excluded.heard, "
                 "mode = excluded.mode, terminate_at = excluded.terminate_at",
-                (key, _ts(warning.at), int(warning.heard), warning.mode, terminate_at),
+                (key, time_text(warning.at), int(warning.heard), warning.mode, terminate_at),
             )
 
     def keep(self, kept: KeptInstance) -> None:
-        until = None if kept.until is None else _ts(kept.until)
+        until = None if kept.until is None else time_text(kept.until)
         with self._write() as conn:
             conn.execute(
                 "INSERT INTO kept (key, since, until, kept_by) VALUES (?, ?, ?, ?) "
                 "ON CONFLICT (key) DO UPDATE SET since = excluded.since, until = excluded.until, "
                 "kept_by = excluded.kept_by",
-                (kept.key, _ts(kept.since), until, kept.by or None),
+                (kept.key, time_text(kept.since), until, kept.by or None),
             )
 
     def unkeep(self, key: str) -> bool:
@@ -462,7 +443,7 @@ class SQLiteStore:
                 "ON CONFLICT (name) DO UPDATE SET "
                 "owner = excluded.owner, expires_at = excluded.expires_at "
                 "WHERE leases.owner = excluded.owner OR leases.expires_at <= ?",
-                (name, owner, _ts(now + ttl), _ts(now)),
+                (name, owner, time_text(now + ttl), time_text(now)),
             )
             return cursor.rowcount == 1
 
@@ -472,7 +453,7 @@ class SQLiteStore:
         with self._write() as conn:
             cursor = conn.execute(
                 "UPDATE leases SET expires_at = ? WHERE name = ? AND owner = ? AND expires_at > ?",
-                (_ts(now + ttl), name, owner, _ts(now)),
+                (time_text(now + ttl), name, owner, time_text(now)),
             )
             return cursor.rowcount == 1
 
@@ -482,12 +463,17 @@ class SQLiteStore:
 
     # --- audit and runs ---------------------------------------------------------------------
     def record_termination(self, record: AuditRecord) -> None:
-        record = _utc_model(record)
+        record = utc_record(record)
         with self._write() as conn:
             conn.execute(
                 "INSERT INTO audit (provider, id, requested_at, record) VALUES (?, ?, ?, ?) "
                 "ON CONFLICT (provider, id, requested_at) DO UPDATE SET record = excluded.record",
-                (record.provider, record.id, _ts(record.requested_at), record.model_dump_json()),
+                (
+                    record.provider,
+                    record.id,
+                    time_text(record.requested_at),
+                    record.model_dump_json(),
+                ),
             )
 
     def audit_log(self, since: datetime | None = None) -> list[AuditRecord]:
@@ -495,16 +481,16 @@ class SQLiteStore:
 
         rows = self._query_all(
             "SELECT record FROM audit WHERE requested_at >= ? ORDER BY requested_at, provider, id",
-            ("" if since is None else _ts(since),),
+            ("" if since is None else time_text(since),),
         )
         return [AuditRecord.model_validate_json(record) for (record,) in rows]
 
     def record_reap(self, run: ReapRun) -> None:
-        run = _utc_model(run)
+        run = utc_record(run)
         with self._write() as conn:
             conn.execute(
                 "INSERT INTO reap_runs (finished_at, run) VALUES (?, ?)",
-                (_ts(run.finished_at), run.model_dump_json()),
+                (time_text(run.finished_at), run.model_dump_json()),
             )
             conn.execute(
                 "DELETE FROM reap_runs WHERE seq NOT IN "
@@ -522,7 +508,7 @@ class SQLiteStore:
 
     # --- last listings ----------------------------------------------------------------------
     def record_listing(self, listing: Listing) -> None:
-        listing = _utc_model(listing)
+        listing = utc_record(listing)
         with self._write() as conn:
             conn.execute(
                 "INSERT INTO listings (provider, account, at, listing) VALUES (?, ?, ?, ?) "
@@ -531,7 +517,7 @@ class SQLiteStore:
                 (
                     listing.provider,
                     listing.account,
-                    _ts(listing.at),
+                    time_text(listing.at),
                     listing.model_dump_json(exclude_defaults=True),
                 ),
             )
@@ -548,7 +534,7 @@ class SQLiteStore:
         return None if row is None else Monitor.model_validate_json(row[0])
 
     def put_monitor(self, monitor: Monitor) -> None:
-        monitor = _utc_model(monitor)
+        monitor = utc_record(monitor)
         with self._write() as conn:
             conn.execute(
                 "INSERT INTO monitors (host, status, monitor) VALUES (?, ?, ?) "
@@ -558,7 +544,7 @@ class SQLiteStore:
             )
 
     def create_monitor(self, monitor: Monitor, limit: int) -> bool:
-        monitor = _utc_model(monitor)
+        monitor = utc_record(monitor)
         with self._write() as conn:
             (active,) = conn.execute(
                 "SELECT count(*) FROM monitors WHERE status != 'retired'"
@@ -588,7 +574,7 @@ class SQLiteStore:
                 "SELECT host, coalesce(json_extract(monitor, '$.last_ping_at'), "
                 "json_extract(monitor, '$.created_at')) FROM monitors WHERE status = 'retired'"
             ).fetchall()
-            heard = {host: _dt(at) for host, at in rows}
+            heard = {host: text_time(at) for host, at in rows}
             doomed = retired_to_delete(heard, before, keep)
             conn.executemany(
                 "DELETE FROM monitors WHERE host = ? AND status = 'retired'",
@@ -606,13 +592,13 @@ class SQLiteStore:
                 "INSERT INTO alert_claims (key, claimed_at) VALUES (?, ?) "
                 "ON CONFLICT (key) DO UPDATE SET claimed_at = excluded.claimed_at "
                 "WHERE alert_claims.claimed_at <= ?",
-                (key, _ts(now), _ts(now - window)),
+                (key, time_text(now), time_text(now - window)),
             )
             self._claims_since_prune += 1
             if self._claims_since_prune >= CLAIM_PRUNE_EVERY:
                 self._claims_since_prune = 0
                 horizon = now - max(window, CLAIM_RETENTION)
-                conn.execute("DELETE FROM alert_claims WHERE claimed_at < ?", (_ts(horizon),))
+                conn.execute("DELETE FROM alert_claims WHERE claimed_at < ?", (time_text(horizon),))
             return cursor.rowcount == 1
 
     def open_episode(self, key: str, at: datetime, detail: str = "") -> Episode:
@@ -620,7 +606,7 @@ class SQLiteStore:
             conn.execute(
                 "INSERT INTO episodes (key, opened_at, detail) VALUES (?, ?, ?) "
                 "ON CONFLICT DO NOTHING",
-                (key, _ts(at), detail),
+                (key, time_text(at), detail),
             )
             row = conn.execute(
                 "SELECT key, opened_at, detail, alerted_at FROM episodes WHERE key = ?", (key,)
@@ -631,7 +617,7 @@ class SQLiteStore:
         with self._write() as conn:
             conn.execute(
                 "UPDATE episodes SET alerted_at = ?, detail = COALESCE(?, detail) WHERE key = ?",
-                (_ts(at), detail, key),
+                (time_text(at), detail, key),
             )
 
     def close_episode(self, key: str) -> Episode | None:
@@ -656,7 +642,7 @@ class SQLiteStore:
 
         key, opened_at, detail, alerted_at = row
         return Episode(
-            key=key, opened_at=_dt(opened_at), detail=detail, alerted_at=_opt_dt(alerted_at)
+            key=key, opened_at=text_time(opened_at), detail=detail, alerted_at=_opt_dt(alerted_at)
         )
 
     def close(self) -> None:
@@ -668,21 +654,21 @@ class SQLiteStore:
     # --- the status page: snapshots and sign-in links ------------------------------------
     def record_snapshot(self, snapshot: Snapshot) -> None:
         """Insert, and prune what is older than SNAPSHOT_RETENTION before this one."""
-        snapshot = _utc_model(snapshot)
+        snapshot = utc_record(snapshot)
         with self._write() as conn:
             conn.execute(
                 "INSERT INTO snapshots (at, snapshot) VALUES (?, ?)",
-                (_ts(snapshot.at), snapshot.model_dump_json()),
+                (time_text(snapshot.at), snapshot.model_dump_json()),
             )
             conn.execute(
-                "DELETE FROM snapshots WHERE at < ?", (_ts(snapshot.at - SNAPSHOT_RETENTION),)
+                "DELETE FROM snapshots WHERE at < ?", (time_text(snapshot.at - SNAPSHOT_RETENTION),)
             )
 
     def snapshots(self, since: datetime) -> list[Snapshot]:
         from reaper.core.snapshot import Snapshot
 
         rows = self._query_all(
-            "SELECT snapshot FROM snapshots WHERE at >= ? ORDER BY at, seq", (_ts(since),)
+            "SELECT snapshot FROM snapshots WHERE at >= ? ORDER BY at, seq", (time_text(since),)
         )
         return [Snapshot.model_validate_json(snapshot) for (snapshot,) in rows]
 
@@ -692,11 +678,11 @@ class SQLiteStore:
             conn.execute(
                 "INSERT INTO login_tokens (hash, expires_at) VALUES (?, ?) "
                 "ON CONFLICT (hash) DO UPDATE SET expires_at = excluded.expires_at",
-                (token_hash, _ts(expires_at)),
+                (token_hash, time_text(expires_at)),
             )
             conn.execute(
                 "DELETE FROM login_tokens WHERE expires_at < ?",
-                (_ts(expires_at - timedelta(days=1)),),
+                (time_text(expires_at - timedelta(days=1)),),
             )
 
     def use_login_token(self, token_hash: str, now: datetime) -> bool:
@@ -704,17 +690,17 @@ class SQLiteStore:
         with self._write() as conn:
             cursor = conn.execute(
                 "DELETE FROM login_tokens WHERE hash = ? AND expires_at > ?",
-                (token_hash, _ts(now)),
+                (token_hash, time_text(now)),
             )
             return cursor.rowcount == 1
 
     # --- actions from the phone -----------------------------------------------------------
     def add_grant(self, grant: ActionGrant) -> None:
-        grant = _utc_model(grant)
+        grant = utc_record(grant)
         with self._write() as conn:
             conn.execute(
                 "DELETE FROM action_grants WHERE expires_at < ?",
-                (_ts(grant.created_at - GRANT_RETENTION),),
+                (time_text(grant.created_at - GRANT_RETENTION),),
             )
             conn.execute(
                 "INSERT INTO action_grants (id, expires_at, used_at, body) VALUES (?, ?, ?, ?) "
@@ -722,8 +708,8 @@ class SQLiteStore:
                 "used_at = excluded.used_at, body = excluded.body",
                 (
                     grant.id,
-                    _ts(grant.expires_at),
-                    None if grant.used_at is None else _ts(grant.used_at),
+                    time_text(grant.expires_at),
+                    None if grant.used_at is None else time_text(grant.used_at),
                     grant.model_dump_json(exclude={"used_at"}),
                 ),
             )
@@ -744,16 +730,16 @@ class SQLiteStore:
             cursor = conn.execute(
                 "UPDATE action_grants SET used_at = ? "
                 "WHERE id = ? AND used_at IS NULL AND expires_at > ?",
-                (_ts(now), grant_id, _ts(now)),
+                (time_text(now), grant_id, time_text(now)),
             )
             return cursor.rowcount == 1
 
     def record_action(self, record: ActionRecord) -> None:
-        record = _utc_model(record)
+        record = utc_record(record)
         with self._write() as conn:
             conn.execute(
                 "INSERT INTO phone_actions (at, record) VALUES (?, ?)",
-                (_ts(record.at), record.model_dump_json()),
+                (time_text(record.at), record.model_dump_json()),
             )
 
     def action_log(self, since: datetime | None = None) -> list[ActionRecord]:
@@ -761,22 +747,22 @@ class SQLiteStore:
 
         rows = self._query_all(
             "SELECT record FROM phone_actions WHERE at >= ? ORDER BY at, seq",
-            ("" if since is None else _ts(since),),
+            ("" if since is None else time_text(since),),
         )
         return [ActionRecord.model_validate_json(record) for (record,) in rows]
 
     def request_termination(self, request: TerminationRequest) -> None:
-        request = _utc_model(request)
+        request = utc_record(request)
         with self._write() as conn:
             conn.execute(
                 "DELETE FROM termination_requests WHERE expires_at < ?",
-                (_ts(request.requested_at - GRANT_RETENTION),),
+                (time_text(request.requested_at - GRANT_RETENTION),),
             )
             conn.execute(
                 "INSERT INTO termination_requests (key, expires_at, request) VALUES (?, ?, ?) "
                 "ON CONFLICT (key) DO UPDATE SET "
                 "expires_at = excluded.expires_at, request = excluded.request",
-                (request.key, _ts(request.expires_at), request.model_dump_json()),
+                (request.key, time_text(request.expires_at), request.model_dump_json()),
             )
 
     def termination_requests(self, now: datetime) -> list[TerminationRequest]:
@@ -784,7 +770,7 @@ class SQLiteStore:
 
         rows = self._query_all(
             "SELECT request FROM termination_requests WHERE expires_at > ? ORDER BY key",
-            (_ts(now),),
+            (time_text(now),),
         )
         return [TerminationRequest.model_validate_json(request) for (request,) in rows]
 
@@ -799,7 +785,7 @@ class SQLiteStore:
             row = conn.execute("SELECT monitor FROM monitors WHERE host = ?", (host,)).fetchone()
             if row is None:
                 return None
-            monitor = _utc_model(apply_change(Monitor.model_validate_json(row[0]), change))
+            monitor = utc_record(apply_change(Monitor.model_validate_json(row[0]), change))
             conn.execute(
                 "UPDATE monitors SET monitor = ? WHERE host = ?",
                 (monitor.model_dump_json(exclude_defaults=True), host),
@@ -815,7 +801,7 @@ class SQLiteStore:
         return self.set_monitor_settings(host, change) is not None
 
     def log_event(self, host: str, event: PingEvent) -> None:
-        event = _utc_model(event)
+        event = utc_record(event)
         with self._write() as conn:
             conn.execute(
                 _LOG_EVENT,
@@ -829,9 +815,9 @@ class SQLiteStore:
     def put_monitor_logged(self, monitor: Monitor, event: PingEvent) -> None:
         """One transaction, one commit. The event's row is on another page than the
         monitor's, so a ping writes two pages where it wrote one (bench.heartbeat)."""
-        monitor = _utc_model(monitor)
+        monitor = utc_record(monitor)
         if event.at.utcoffset() != timedelta(0):
-            event = _utc_model(event)
+            event = utc_record(event)
         with self._write() as conn:
             conn.execute(
                 "INSERT INTO monitors (host, status, monitor) VALUES (?, ?, ?) "
