@@ -90,6 +90,14 @@ async def _read(start: Callable[[], Awaitable[object]]) -> object:
     return await start()
 
 
+def _billing_unread(account: tuple[str, str], of: str, error: BaseException) -> None:
+    """A log line, and nothing else: only the status page's billing lines depend on it."""
+    provider, name = account
+    log.event(
+        "billing", provider=provider, account=name, of=of, result="error", error=error_text(error)
+    )
+
+
 async def read_extras(clients: Sequence[ProviderClient], seen: Observation) -> Extras:
     """Every account's balance and volumes, concurrently. A provider that tells volume
     attachment from its instances gets this pass's listing of its provider (every account's:
@@ -130,24 +138,11 @@ async def read_extras(clients: Sequence[ProviderClient], seen: Observation) -> E
         if failures:
             extras.failures[account] = failures
         if isinstance(billed, BaseException):
-            log.event(
-                "billing",
-                provider=account[0],
-                account=account[1],
-                result="error",
-                error=error_text(billed),
-            )
+            _billing_unread(account, "account", billed)
         elif isinstance(billed, list):
             extras.billed[account] = billed
         if isinstance(per_instance, BaseException):
-            log.event(
-                "billing",
-                provider=account[0],
-                account=account[1],
-                of="instances",
-                result="error",
-                error=error_text(per_instance),
-            )
+            _billing_unread(account, "instances", per_instance)
         elif isinstance(per_instance, dict):
             extras.billed_instances[account] = per_instance
     return extras

@@ -9,8 +9,10 @@ itself (`policy.outlook`), on these records and the current time: no second rule
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
+from typing import TypeVar
 
 from reaper.config import Settings
 from reaper.core.models import (
@@ -31,6 +33,8 @@ from reaper.core.snapshot import AccountSnapshot, Snapshot
 from reaper.core.units import HOURS_PER_MONTH
 from reaper.providers.plugins import provider_host
 from reaper.store.base import Store
+
+_T = TypeVar("_T")
 
 # How far back the page looks: the chart's longest range, and the audit it lists.
 LOOKBACK = timedelta(days=30)
@@ -141,11 +145,7 @@ def _accounts(listings: list[Listing], snapshots: list[Snapshot]) -> list[Accoun
     rows: dict[tuple[str, str], AccountView] = {
         (x.provider, x.account): AccountView(x.provider, x.account, x.at) for x in listings
     }
-    billed: dict[tuple[str, str], list[BilledDay]] = {}
-    for taken in sorted(snapshots, key=lambda s: s.at):
-        for row in taken.accounts:
-            if row.billed is not None:
-                billed[(row.provider, row.account)] = row.billed
+    billed = _newest(snapshots, lambda row: row.billed)
     latest = max(snapshots, key=lambda s: s.at) if snapshots else None
     for snap in latest.accounts if latest is not None else []:
         key = (snap.provider, snap.account)
@@ -234,16 +234,26 @@ def build_view(
 
 
 def _instance_billed(snapshots: list[Snapshot]) -> dict[str, float]:
-    newest: dict[tuple[str, str], dict[str, float]] = {}
-    for taken in sorted(snapshots, key=lambda s: s.at):
-        for row in taken.accounts:
-            if row.billed_instances is not None:
-                newest[(row.provider, row.account)] = row.billed_instances
+    newest = _newest(snapshots, lambda row: row.billed_instances)
     return {
         instance_key(provider, instance_id): amount
         for (provider, _account), amounts in newest.items()
         for instance_id, amount in amounts.items()
     }
+
+
+def _newest(
+    snapshots: list[Snapshot], read: Callable[[AccountSnapshot], _T | None]
+) -> dict[tuple[str, str], _T]:
+    """Per account, the newest value `read` finds in a snapshot (a pass whose read failed
+    wrote None there, and leaves the one before in force)."""
+    found: dict[tuple[str, str], _T] = {}
+    for taken in sorted(snapshots, key=lambda s: s.at):
+        for row in taken.accounts:
+            value = read(row)
+            if value is not None:
+                found[(row.provider, row.account)] = value
+    return found
 
 
 def listed_instance(view: FleetView, key: str) -> Instance | None:
