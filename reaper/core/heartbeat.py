@@ -44,6 +44,10 @@ PingKind = Literal["ping", "start", "fail", "exit", "bye", "log"]
 _HOST = re.compile(r"[A-Za-z0-9._-]{1,100}")
 
 
+# What `valid_host` accepts, as every refusal of a host says it.
+HOST_RULE = "expected 1-100 of A-Z a-z 0-9 . _ - (not . or ..)"
+
+
 def valid_host(host: str) -> bool:
     """1-100 of [A-Za-z0-9._-], and not "." or ".." (the host ends up in URLs and logs)."""
     return bool(_HOST.fullmatch(host)) and host not in (".", "..")

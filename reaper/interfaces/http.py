@@ -31,7 +31,7 @@ from reaper import log
 from reaper.channels.base import ChannelOptions
 from reaper.clock import Clock
 from reaper.config import Settings
-from reaper.core.heartbeat import Ping, PingKind, valid_host
+from reaper.core.heartbeat import HOST_RULE, Ping, PingKind, valid_host
 from reaper.interfaces.ratelimit import Rate, TokenBuckets, retry_after
 from reaper.passes.ping import PingOutcome, place_ping, prune_retired, send_ping_alert
 from reaper.store.base import Store
@@ -257,7 +257,7 @@ def _message(body: bytes) -> str:
 # --- routes -------------------------------------------------------------------------------
 
 
-INVALID_HOST = "invalid host: expected 1-100 of A-Z a-z 0-9 . _ - (not . or ..)"
+INVALID_HOST = f"invalid host: {HOST_RULE}"
 
 
 class BadQuery(ValueError):

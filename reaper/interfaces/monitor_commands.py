@@ -13,7 +13,7 @@ from datetime import timedelta
 
 from reaper.clock import Clock, SystemClock
 from reaper.config import ConfigError, Settings
-from reaper.core.heartbeat import valid_host
+from reaper.core.heartbeat import HOST_RULE, valid_host
 from reaper.core.monitors import SettingsChange
 from reaper.core.units import humanize, iso
 from reaper.interfaces import views
@@ -32,7 +32,7 @@ EXIT_ATTENTION = 1
 
 def _checked(host: str) -> str:
     if not valid_host(host):
-        raise ConfigError("<host>", "expected 1-100 of A-Z a-z 0-9 . _ - (not . or ..)")
+        raise ConfigError("<host>", HOST_RULE)
     return host
 
 

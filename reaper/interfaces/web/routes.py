@@ -25,7 +25,7 @@ from urllib.parse import parse_qsl
 from reaper import log
 from reaper.clock import Clock
 from reaper.config import ConfigError
-from reaper.core.heartbeat import valid_host
+from reaper.core.heartbeat import HOST_RULE, valid_host
 from reaper.core.models import instance_key
 from reaper.core.monitors import BadSetting, SettingsChange, duration_setting
 from reaper.core.units import iso
@@ -394,7 +394,7 @@ async def monitor_view(request: Request, app: App, params: Mapping[str, str]) ->
 
 
 def _bad_host() -> Response:
-    return _line(400, "host: expected 1-100 of A-Z a-z 0-9 . _ - (not . or ..)")
+    return _line(400, f"host: {HOST_RULE}")
 
 
 def _duration_field(form: Mapping[str, str], name: str) -> timedelta | None:
