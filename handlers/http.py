@@ -28,6 +28,7 @@ from urllib.parse import unquote
 
 from handlers import runtime
 from reaper import log
+from reaper.channels.base import channels_configured
 from reaper.clock import SystemClock
 from reaper.config import ConfigError, Settings
 from reaper.interfaces.http import (
@@ -154,7 +155,7 @@ def app_for(settings: Settings) -> App:
             runtime.store(settings),
             _ChannelsOnFirstAlert(settings),
             SystemClock(),
-            channels=[c.channel for c in settings.channels],
+            channels=channels_configured(settings),
         )
     return _app
 

@@ -13,13 +13,13 @@ import pytest
 
 from reaper import log
 from reaper.channels.bark import BarkChannel
+from reaper.channels.base import channels_configured
 from reaper.channels.fanout import (
     ChannelOptions,
     ChannelRequest,
     FanoutNotifier,
     LogNotifier,
     Verdict,
-    channels_configured,
     make_notifier,
 )
 from reaper.channels.telegram import TelegramChannel

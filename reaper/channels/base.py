@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING, Any, Literal, Protocol
 from reaper import log
 
 if TYPE_CHECKING:  # pydantic models and asyncio: a cold ping imports neither
-    from reaper.config import ChannelSettings
+    from reaper.config import ChannelSettings, Settings
     from reaper.core.models import Alert, Delivery
 
 
@@ -134,3 +134,9 @@ class SilentNotifier:
 
     async def send(self, alert: Alert) -> list[Delivery]:
         return []
+
+
+def channels_configured(settings: Settings) -> list[str]:
+    """Names of the configured channels, in delivery order; empty means alerts are only logged.
+    Here rather than in `fanout`, so that a cold Lambda ping can ask without loading a channel."""
+    return [c.channel for c in settings.channels]

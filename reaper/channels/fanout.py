@@ -191,11 +191,6 @@ class FanoutNotifier:
         return Delivery(channel=channel.name, ok=outcome.ok, detail=detail, heard=outcome.ok)
 
 
-def channels_configured(settings: Settings) -> list[str]:
-    """Names of the configured channels, in delivery order; empty means alerts are only logged."""
-    return [c.channel for c in settings.channels]
-
-
 def build_channels(settings: Settings) -> list[Channel]:
     """One channel per configured channel plugin, each built by its own module."""
     return [

@@ -219,7 +219,8 @@ def test_alert_command(settings: Settings, *, options: ChannelOptions | None = N
     Exit 0 when every channel delivered, 1 when any failed, 2 when none is configured (that is
     a configuration problem, stated the way config errors are).
     """
-    from reaper.channels.fanout import channels_configured, make_notifier
+    from reaper.channels.base import channels_configured
+    from reaper.channels.fanout import make_notifier
     from reaper.channels.registry import CHANNELS
     from reaper.config import plugin_settings
     from reaper.core.messages import test_message

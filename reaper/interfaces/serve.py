@@ -488,7 +488,8 @@ def serve_command(settings: Settings, host: str, port: int) -> int:
     """`reaper serve`: blocks until SIGTERM/SIGINT; 0 after a clean shutdown."""
     _require_sqlite(settings)
     log.route_uvicorn()
-    from reaper.channels.fanout import channels_configured, make_notifier
+    from reaper.channels.base import channels_configured
+    from reaper.channels.fanout import make_notifier
     from reaper.providers.plugins import make_clients
     from reaper.store import open_store
 
