@@ -39,7 +39,7 @@ class FailingBilling(OldClient):
 
 def test_a_missing_or_failed_billing_read_leaves_every_other_read_standing() -> None:
     clients = [OldClient(), FailingBilling()]
-    extras = asyncio.run(read_extras(clients, Observation()))  # type: ignore[arg-type]
+    extras = asyncio.run(read_extras(clients, Observation(), billing=True))  # type: ignore[arg-type]
     assert sorted((b.account, b.balance) for b in extras.balances) == [
         ("main", 12.5),
         ("second", 12.5),
@@ -48,3 +48,21 @@ def test_a_missing_or_failed_billing_read_leaves_every_other_read_standing() -> 
     assert extras.failures == {}, "billing is no guard: its failure alerts nobody"
     assert extras.billed == {}
     assert extras.billed_instances == {("runpod", "second"): {"pod-1": 4.0}}
+
+
+def test_without_billing_no_billing_is_read() -> None:
+    """The digest reads balances and volumes only: no request for a history it never shows."""
+    asked: list[str] = []
+
+    @dataclass
+    class Counting(FailingBilling):
+        async def billing(self, days: int) -> None:
+            asked.append("billing")
+
+        async def instance_billing(self, days: int) -> dict[str, float]:
+            asked.append("instances")
+            return {}
+
+    extras = asyncio.run(read_extras([Counting()], Observation()))  # type: ignore[list-item]
+    assert asked == [] and extras.billed == {} and extras.billed_instances == {}
+    assert [b.account for b in extras.balances] == ["second"]

@@ -257,7 +257,7 @@ async def guard_pass(ctx: Context, seen: Observation, fleet: list[Instance]) -> 
 
 async def _run(run: _GuardPass, seen: Observation, fleet: list[Instance]) -> None:
     ctx, report = run.ctx, run.report
-    extras = await read_extras(ctx.clients, seen)
+    extras = await read_extras(ctx.clients, seen, billing=True)
     failed = {(e.provider, e.account) for e in seen.errors}
     closable: set[tuple[str, str, str]] = set()
     for client in ctx.clients:

@@ -98,11 +98,17 @@ def _billing_unread(account: tuple[str, str], of: str, error: BaseException) -> 
     )
 
 
-async def read_extras(clients: Sequence[ProviderClient], seen: Observation) -> Extras:
-    """Every account's balance and volumes, concurrently. A provider that tells volume
-    attachment from its instances gets this pass's listing of its provider (every account's:
-    a volume is attached when any instance mounts it), so it need not list again; an account
-    whose listing failed lists for itself."""
+async def read_extras(
+    clients: Sequence[ProviderClient], seen: Observation, *, billing: bool = False
+) -> Extras:
+    """Every account's balance and volumes, concurrently, and with `billing` the provider's
+    own billing history too (only the reap pass's snapshot keeps it; the digest has no use
+    for it). A provider that tells volume attachment from its instances gets this pass's
+    listing of its provider (every account's: a volume is attached when any instance mounts
+    it), so it need not list again; an account whose listing failed lists for itself."""
+
+    async def none() -> None:
+        return None
 
     async def one(client: ProviderClient) -> tuple[object, object, object, object]:
         account = (client.provider, client.account)
@@ -114,8 +120,8 @@ async def read_extras(clients: Sequence[ProviderClient], seen: Observation) -> E
         balance, volumes, billed, per_instance = await asyncio.gather(
             _read(lambda: client.balance()),
             _read(lambda: client.volumes(instances)),
-            _read(lambda: client.billing(BILLING_DAYS)),
-            _read(lambda: client.instance_billing(BILLING_DAYS)),
+            _read(lambda: client.billing(BILLING_DAYS)) if billing else none(),
+            _read(lambda: client.instance_billing(BILLING_DAYS)) if billing else none(),
             return_exceptions=True,
         )
         return balance, volumes, billed, per_instance
