@@ -152,9 +152,12 @@ class _Layout:
     required: frozenset[str]
     times: frozenset[str]
     texts: frozenset[str]
+    # Each field in order with its default (`_NO_DEFAULT` for a required one).
+    pairs: tuple[tuple[str, Any], ...]
 
 
 _LAYOUTS: dict[type, _Layout] = {}
+_NO_DEFAULT = object()
 
 
 def _layout(cls: type) -> _Layout:
@@ -168,11 +171,12 @@ def _layout(cls: type) -> _Layout:
             required=frozenset(f.name for f in fields if f.default is dataclasses.MISSING),
             times=frozenset(n for n, r in readers.items() if r is _datetime),
             texts=frozenset(f.name for f in fields if f.name not in readers),
+            pairs=tuple(
+                (f.name, _NO_DEFAULT if f.default is dataclasses.MISSING else f.default)
+                for f in fields
+            ),
         )
     return found
-
-
-_NO_DEFAULT = object()
 
 
 class _Record:
@@ -197,24 +201,19 @@ class _Record:
         return copied
 
     def _fields(self, exclude_defaults: bool) -> dict[str, Any]:
-        layout = _layout(type(self))
         values = self.__dict__
-        if exclude_defaults:
-            defaults = layout.defaults
-            data = {
-                name: values[name]
-                for name in layout.order
-                if (default := defaults.get(name, _NO_DEFAULT)) is _NO_DEFAULT
-                or values[name] != default
-            }
-        else:
-            data = {name: values[name] for name in layout.order}
-        for name, value in data.items():
+        data: dict[str, Any] = {}
+        # One pass: a default left out, a time or a duration written as its text.
+        for name, default in _layout(type(self)).pairs:
+            value = values[name]
+            if exclude_defaults and default is not _NO_DEFAULT and value == default:
+                continue
             kind = type(value)
             if kind is datetime:
-                data[name] = _datetime_json(value)
+                value = _datetime_json(value)
             elif kind is timedelta:
-                data[name] = _duration_json(value)
+                value = _duration_json(value)
+            data[name] = value
         return data
 
     def model_dump_json(self, *, exclude_defaults: bool = False) -> str:

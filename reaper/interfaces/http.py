@@ -220,7 +220,9 @@ def redact_path(path: str) -> str:
     parts = path.split("/")
     if len(parts) > 2 and parts[1] in ("ping", "alert", "login", "act", "telegram"):
         parts[2] = "***"
-    cleaned = "".join(c if c.isprintable() else "?" for c in "/".join(parts))
+    cleaned = "/".join(parts)
+    if not cleaned.isprintable():
+        cleaned = "".join(c if c.isprintable() else "?" for c in cleaned)
     return log.redact(cleaned)[:200]
 
 
