@@ -364,3 +364,18 @@ def test_snapshots_older_than_the_retention_are_pruned(tmp_path: Path) -> None:
         ]
     finally:
         store.close()
+
+
+def test_a_changed_status_reaches_the_status_column(tmp_path: Path) -> None:
+    """A ping that keeps the status writes only the JSON; one that changes it must move the
+    row in the status index too, or the cap and the retired clean-up would count it wrong."""
+    store = SQLiteStore(str(tmp_path / "state.db"))
+    try:
+        store.put_monitor(Monitor(host="a", status="up", created_at=T0))
+        store.put_monitor(Monitor(host="a", status="up", created_at=T0, last_ping_at=T0 + HOUR))
+        store.put_monitor(Monitor(host="a", status="retired", created_at=T0))
+        assert store.create_monitor(Monitor(host="b", status="new", created_at=T0), limit=1)
+        assert store.delete_retired(T0 + 48 * HOUR, keep=0) == 1
+        assert [m.host for m in store.list_monitors()] == ["b"]
+    finally:
+        store.close()

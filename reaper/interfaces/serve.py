@@ -6,10 +6,11 @@ adapter calls). Known pitfalls this module exists to avoid:
   and each request is logged here as one line with the key replaced by `***`;
 - uvicorn 0.54 with several workers leaves TCP_NODELAY unset (≈44 ms per keep-alive request):
   one worker, on a socket bound here with TCP_NODELAY set.
-The watch and reap schedules run in the lifespan, and so does the Telegram long poll for
-button presses (when a bot is configured without TELEGRAM_WEBHOOK_SECRET); shutdown
-(SIGTERM/SIGINT, handled by uvicorn) lets a running pass finish, then closes the provider
-clients and the store.
+The lifespan runs the watch and reap schedules, the store's checkpoints (a thread copies
+SQLite's WAL into the file, rather than the commit of whichever request crosses its size) and
+the Telegram long poll for button presses (when a bot is configured without
+TELEGRAM_WEBHOOK_SECRET); shutdown (SIGTERM/SIGINT, handled by uvicorn) lets a running pass
+finish, then closes the provider clients and the store.
 """
 
 from __future__ import annotations
@@ -48,7 +49,7 @@ from reaper.interfaces.http import (
 from reaper.passes.watch import watch_pass
 from reaper.providers.base import ProviderClient
 from reaper.store.base import Store
-from reaper.store.sqlite import StoreSchemaError
+from reaper.store.sqlite import SQLiteStore, StoreSchemaError
 
 Scope = MutableMapping[str, Any]
 Message = MutableMapping[str, Any]
@@ -276,6 +277,8 @@ class ReaperASGI:
         while True:
             message = await receive()
             if message["type"] == "lifespan.startup":
+                if isinstance(self.app.store, SQLiteStore):
+                    self.app.store.checkpoint_apart()
                 if self.scheduler is not None:
                     self.scheduler.start()
                 await send({"type": "lifespan.startup.complete"})
