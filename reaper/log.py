@@ -161,6 +161,11 @@ def route_uvicorn() -> None:
 
 
 def _clean(value: Any) -> Any:
+    kind = type(value)
+    if kind is str:
+        return redact(value)
+    if kind is int or kind is float or value is None:  # most fields of a request's line
+        return value
     if isinstance(value, str):
         return redact(value)
     if isinstance(value, datetime):
