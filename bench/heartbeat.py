@@ -4,10 +4,11 @@
 
 What it measures (targets from the issue: >= 1,000 pings/s with p99 < 20 ms; a watch pass over
 10,000 monitors < 1 s):
-- the app as `reaper serve` runs it (uvicorn, one worker, h11, SQLite WAL state, one log line
-  per request written to /dev/null), in a thread of this process;
+- the app as `reaper serve` runs it (uvicorn, one worker, httptools and uvloop when installed,
+  SQLite WAL state checkpointed by its own thread, one log line per request written to
+  /dev/null), in a thread of this process;
 - a load generator in a separate process (raw sockets on asyncio: `wrk` is not installed),
-  cycling over 1,000 hosts with the monitor cap raised, each mode with keep-alive and without:
+  cycling over 2,000 hosts with the monitor cap raised, each mode with keep-alive and without:
   * saturation: N connections in a closed loop, as fast as the server answers;
   * fixed rate: an open loop at --rate pings/s; latency is counted from when each request was
     due, not when it was sent, so a stalled server cannot hide its queue (no coordinated
