@@ -327,9 +327,12 @@ kit_epoch_ms() {
 
 # Whether a file under RESULTS_DIR was written within STABLE_FOR (a checkpoint being saved
 # is work): prints writing, still, none (no such directory) or ? (unreadable = writing).
-# .git directories and the kit's own manifest do not count.
+# .git directories and the kit's own manifest do not count. Symbolic links are followed, as
+# results.py follows them when it saves: RESULTS_DIR itself may be a link (outputs ->
+# /workspace/ckpt), and so may a directory under it. A link loop is skipped, as results.py
+# lists each directory once; any other error of find is unreadable.
 kit_results_activity() {
-    local dir=${RESULTS_DIR:-} stable_ms cutoff found rc
+    local dir=${RESULTS_DIR:-} stable_ms cutoff report rc line found=0 problem=0
     [ -n "$dir" ] || return 0
     if [ ! -d "$dir" ]; then
         echo none
@@ -337,12 +340,21 @@ kit_results_activity() {
     fi
     stable_ms=$(kit_ms_setting STABLE_FOR 60 0 2>/dev/null)
     cutoff=$(kit_ms_seconds $(($(kit_now_ms) - stable_ms)))
-    found=$(find "$dir" -name .git -prune -o -type f ! -name MANIFEST.json \
-        ! -name .MANIFEST.json.partial -newermt "@$cutoff" -print -quit 2>/dev/null)
+    # find's own messages in English, to tell a loop from an unreadable directory.
+    report=$(LC_ALL=C find -L "$dir" -name .git -prune -o -type f ! -name MANIFEST.json \
+        ! -name .MANIFEST.json.partial -newermt "@$cutoff" -print -quit 2>&1)
     rc=$?
-    if [ -n "$found" ]; then
+    while IFS= read -r line; do
+        case $line in
+        '') ;;
+        "find: "*"File system loop detected"*) ;;
+        "find: "*) problem=1 ;;
+        *) found=1 ;;
+        esac
+    done <<<"$report"
+    if ((found)); then
         echo writing
-    elif [ "$rc" != 0 ]; then
+    elif ((problem)) || { [ "$rc" != 0 ] && [ -z "$report" ]; }; then
         echo '?'
     else
         echo still

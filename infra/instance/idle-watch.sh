@@ -18,7 +18,8 @@
 #     JUPYTER_URL, else from its runtime files (jpserver-*.json), else JUPYTER_SERVER_URL,
 #     else http://127.0.0.1:$JUPYTER_PORT (8888); JUPYTER_TOKEN is sent when set;
 #   - where RESULTS_DIR is set: no file under it written in the last STABLE_FOR seconds (60;
-#     a checkpoint being saved is work; unreadable = busy).
+#     a checkpoint being saved is work; symbolic links followed, as the upload follows them;
+#     unreadable = busy).
 # KEEP_FILE (/workspace/.keep) younger than 60 minutes holds it off; an older one is
 # ignored (said once). Any activity resets the idle count. Idle time is counted as idle
 # checks x CHECK_EVERY, not by the wall clock: a suspended or starved watcher never
