@@ -11,7 +11,7 @@ from __future__ import annotations
 import subprocess
 import sys
 from collections.abc import Iterator
-from datetime import timedelta
+from datetime import UTC, timedelta
 from pathlib import Path
 
 import pytest
@@ -137,3 +137,27 @@ def test_a_write_that_failed_leaves_the_stored_monitor(store: SQLiteStore) -> No
         store.put_monitor_logged(up("a", 2), unwritable)
     assert store.get_monitor("a") == up("a", 1)
     assert [e.seq for e in store.monitor_log("a")] == [1]
+
+
+def test_the_next_ping_reads_no_row_back(store: SQLiteStore) -> None:
+    """What all this is for: a ping of a host this store wrote last reads nothing from the
+    file but SQLite's change counter."""
+    store.put_monitor_logged(up("a", 1), event(1))
+    statements: list[str] = []
+    store._connection().set_trace_callback(statements.append)
+    try:
+        assert store.get_monitor("a") == up("a", 1)
+    finally:
+        store._connection().set_trace_callback(None)
+    assert statements == ["PRAGMA data_version"]
+
+
+def test_a_time_in_another_zone_at_offset_zero_comes_back_in_utc(store: SQLiteStore) -> None:
+    """What the store hands back from memory is what it would read from the file: a zone at
+    offset 0 today (GMT, London in winter) is not UTC six months on."""
+    from datetime import timezone
+
+    gmt = timezone(timedelta(0), "GMT")
+    store.put_monitor_logged(Monitor(host="a", created_at=T0.astimezone(gmt)), event(1))
+    remembered = store.get_monitor("a")
+    assert remembered is not None and remembered.created_at.tzinfo is UTC

@@ -36,7 +36,6 @@ SNAPSHOT_RETENTION = timedelta(days=90)
 
 
 _Record = TypeVar("_Record", bound=Record)
-_ZERO = timedelta(0)
 
 
 def time_text(moment: datetime) -> str:
@@ -54,8 +53,9 @@ def utc_record(record: _Record) -> _Record:
     update = {
         name: as_utc(value)
         for name, value in record.__dict__.items()
-        # `tzinfo is UTC` first: nearly every time here is the clock's, already UTC.
-        if isinstance(value, datetime) and value.tzinfo is not UTC and value.utcoffset() != _ZERO
+        # Any zone but UTC's own, even one at offset 0 today (Europe/London in winter): the
+        # SQLite store hands back the record it wrote, which must be the one it would read.
+        if isinstance(value, datetime) and value.tzinfo is not UTC
     }
     return record.model_copy(update=update) if update else record
 
