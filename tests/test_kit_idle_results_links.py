@@ -16,14 +16,12 @@ from pathlib import Path
 
 import pytest
 
-from tests.kit_fakes.harness import POD_KEY, Kit
+from tests.kit_fakes.harness import Kit
 
 
 @pytest.fixture
 def kit(tmp_path: Path) -> Iterator[Kit]:
-    with Kit.start(tmp_path) as k:
-        k.env |= {"RUNPOD_POD_ID": "pod-1", "RUNPOD_API_KEY": POD_KEY, "IDLE_LIMIT": "3"}
-        k.add_pod("pod-1")
+    with Kit.on_pod(tmp_path, IDLE_LIMIT="3") as k:
         yield k
 
 

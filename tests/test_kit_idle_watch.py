@@ -28,9 +28,7 @@ from tests.kit_fakes.recorder import Request, Response
 
 @pytest.fixture
 def kit(tmp_path: Path) -> Iterator[Kit]:
-    with Kit.start(tmp_path) as k:
-        k.env |= {"RUNPOD_POD_ID": "pod-1", "RUNPOD_API_KEY": POD_KEY, "IDLE_LIMIT": "7"}
-        k.add_pod("pod-1")
+    with Kit.on_pod(tmp_path, IDLE_LIMIT="7") as k:
         yield k
 
 

@@ -46,6 +46,16 @@ class Kit:
 
     @classmethod
     @contextmanager
+    def on_pod(cls, tmp: Path, **env: str) -> Iterator[Kit]:
+        """A kit on RunPod pod pod-1, with the pod's own key and `env` on top: where most
+        tests of the on-instance scripts start."""
+        with cls.start(tmp) as kit:
+            kit.env |= {"RUNPOD_POD_ID": "pod-1", "RUNPOD_API_KEY": POD_KEY, **env}
+            kit.add_pod("pod-1")
+            yield kit
+
+    @classmethod
+    @contextmanager
     def start(cls, tmp: Path) -> Iterator[Kit]:
         bin_dir, fakes = tmp / "bin", tmp / "fakes"
         bin_dir.mkdir()
