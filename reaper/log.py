@@ -161,21 +161,17 @@ def route_uvicorn() -> None:
 
 
 def _clean(value: Any) -> Any:
-    kind = type(value)
-    if kind is str:
-        return redact(value)
-    if kind is int or kind is float or value is None:  # most fields of a request's line
-        return value
     if isinstance(value, str):
         return redact(value)
+    # Numbers before the containers: most fields of the line logged for every request.
+    if value is None or isinstance(value, bool | int | float):
+        return value
     if isinstance(value, datetime):
         return value.astimezone(UTC).isoformat().replace("+00:00", "Z")
     if isinstance(value, dict):
         return {str(k): _clean(v) for k, v in value.items()}
     if isinstance(value, list | tuple):
         return [_clean(v) for v in value]
-    if value is None or isinstance(value, bool | int | float):
-        return value
     return redact(str(value))
 
 

@@ -147,7 +147,6 @@ _ENCODER = json.JSONEncoder(ensure_ascii=False, separators=(",", ":"))
 # fields are times and which are text (read inline: see `model_validate`).
 @dataclass(frozen=True)
 class _Layout:
-    order: tuple[str, ...]
     defaults: dict[str, Any]
     required: frozenset[str]
     times: frozenset[str]
@@ -166,7 +165,6 @@ def _layout(cls: type) -> _Layout:
         fields = dataclasses.fields(cls)
         readers: Mapping[str, Any] = getattr(cls, "_READERS", {})
         found = _LAYOUTS[cls] = _Layout(
-            order=tuple(f.name for f in fields),
             defaults={f.name: f.default for f in fields if f.default is not dataclasses.MISSING},
             required=frozenset(f.name for f in fields if f.default is dataclasses.MISSING),
             times=frozenset(n for n, r in readers.items() if r is _datetime),

@@ -181,6 +181,11 @@ _LOG_EVENT = (
 )
 
 
+def _event_row(host: str, event: PingEvent) -> tuple[str, int, int, str]:
+    """The parameters of `_LOG_EVENT`: the event into its slot of the host's ring."""
+    return (host, log_slot(event), event.seq, event.model_dump_json(exclude_defaults=True))
+
+
 # The most monitors kept in memory from their last write (a cap far above any fleet's).
 _WRITTEN_KEPT = 50_000
 
@@ -309,7 +314,8 @@ class SQLiteStore:
             _enable_wal(conn)
             conn.execute("PRAGMA synchronous = NORMAL")
             (page_size,) = conn.execute("PRAGMA page_size").fetchone()
-            pages = max(1, WAL_CHECKPOINT_BYTES // int(page_size))
+            self._page_size = int(page_size)
+            pages = max(1, WAL_CHECKPOINT_BYTES // self._page_size)
             conn.execute(f"PRAGMA wal_autocheckpoint = {pages}")
             self._migrate(conn)
         except BaseException:
@@ -611,10 +617,16 @@ class SQLiteStore:
             self._written_at = stamp
 
     def put_monitor(self, monitor: Monitor) -> None:
-        monitor = utc_record(monitor)
+        self._put_monitor(utc_record(monitor), None)
+
+    def _put_monitor(self, monitor: Monitor, event: PingEvent | None) -> None:
+        """The monitor's row, and its event's slot when there is one, in one transaction;
+        then the monitor kept for the next `get_monitor`."""
         with self._write() as conn:
             before = _stamp(conn)
             _write_monitor(conn, monitor)
+            if event is not None:
+                conn.execute(_LOG_EVENT, _event_row(monitor.host, event))
             stamp = (before[0], conn.total_changes)
         self._remember(monitor, stamp, before)
 
@@ -746,10 +758,8 @@ class SQLiteStore:
         if self.read_only or self._checkpointer is not None:
             return
         with self._lock:
-            conn = self._connection()
-            (page_size,) = conn.execute("PRAGMA page_size").fetchone()
-            self._page_size = int(page_size)
-            conn.execute(f"PRAGMA wal_autocheckpoint = {WAL_BACKSTOP_BYTES // self._page_size}")
+            backstop = WAL_BACKSTOP_BYTES // self._page_size
+            self._connection().execute(f"PRAGMA wal_autocheckpoint = {backstop}")
         self._checkpoints_stop.clear()
         self._checkpointer = threading.Thread(
             target=self._checkpoint_loop, name="sqlite-checkpoint", daemon=True
@@ -762,11 +772,11 @@ class SQLiteStore:
         checkpoints alone, as it would if this thread had never started."""
         try:
             conn = self._connect(self._file)
+            # A RESTART must not wait on another process (below): it holds this store's lock.
+            conn.execute("PRAGMA busy_timeout = 0")
         except sqlite3.Error as exc:
             log.event("checkpoint", result="failed", error=exc.__class__.__name__)
             return
-        # A RESTART must not wait on another process (below): it would hold this store's lock.
-        conn.execute("PRAGMA busy_timeout = 0")
         failing = False
         try:
             while not self._checkpoints_stop.wait(CHECKPOINT_EVERY_SECONDS):
@@ -946,10 +956,7 @@ class SQLiteStore:
     def log_event(self, host: str, event: PingEvent) -> None:
         event = utc_record(event)
         with self._write() as conn:
-            conn.execute(
-                _LOG_EVENT,
-                (host, log_slot(event), event.seq, event.model_dump_json(exclude_defaults=True)),
-            )
+            conn.execute(_LOG_EVENT, _event_row(host, event))
 
     def monitor_log(self, host: str) -> list[PingEvent]:
         rows = self._query_all("SELECT event FROM ping_log WHERE host = ? ORDER BY seq", (host,))
@@ -958,23 +965,9 @@ class SQLiteStore:
     def put_monitor_logged(self, monitor: Monitor, event: PingEvent) -> None:
         """One transaction, one commit. The event's row is on another page than the
         monitor's, so a ping writes two pages where it wrote one (bench.heartbeat)."""
-        monitor = utc_record(monitor)
         if event.at.tzinfo is not UTC:
             event = utc_record(event)
-        with self._write() as conn:
-            before = _stamp(conn)
-            _write_monitor(conn, monitor)
-            conn.execute(
-                _LOG_EVENT,
-                (
-                    monitor.host,
-                    log_slot(event),
-                    event.seq,
-                    event.model_dump_json(exclude_defaults=True),
-                ),
-            )
-            stamp = (before[0], conn.total_changes)
-        self._remember(monitor, stamp, before)
+        self._put_monitor(utc_record(monitor), event)
 
 
 __all__ = ["SCHEMA_VERSION", "SQLiteStore", "StoreSchemaError"]
