@@ -26,6 +26,7 @@ _CHANNEL_KEYS = {
     "telegram_bot_token",
     "telegram_chat_id",
     "telegram_api_url",
+    "telegram_allowed_users",
     "bark_url",
     "ntfy_url",
     "ntfy_token",
@@ -68,6 +69,7 @@ def _channels(base: Settings, values: dict[str, Any]) -> tuple[ChannelSettings, 
                 token=token,
                 chat_id=chat,
                 api_url=values.get("telegram_api_url", "https://api.telegram.org"),
+                allowed_users=values.get("telegram_allowed_users"),
             )
         else:
             out.pop("telegram", None)

@@ -229,9 +229,53 @@ class TelegramSettings(ChannelSettings):
     api_url: str = "https://api.telegram.org"
     # TELEGRAM_WEBHOOK_SECRET: presses arrive at POST /telegram/<secret> (None: long polling).
     webhook_secret: str | None = field(default=None, repr=False)
+    # TELEGRAM_ALLOWED_USERS: the user ids whose "Terminate now" counts (None: unset).
+    allowed_users: tuple[int, ...] | None = None
 
     def secrets(self) -> list[str]:
         return [self.token] + ([self.webhook_secret] if self.webhook_secret else [])
+
+    def private_chat_user(self) -> int | None:
+        """The user of a private chat: there the chat's id is its user's id. None for a group
+        (a negative id) or a channel (an @name)."""
+        value = self.chat_id.strip()
+        return int(value) if value.isdigit() and int(value) > 0 else None
+
+    def may_terminate(self, user_id: int | None) -> bool:
+        """Whether this user's "Terminate now" counts: one of TELEGRAM_ALLOWED_USERS; unset,
+        the one user of a private chat — in a group or a channel, nobody (any member could
+        press, or a channel's subscriber). Keep and Mute count from any member of the chat."""
+        if user_id is None:
+            return False
+        if self.allowed_users is not None:
+            return user_id in self.allowed_users
+        return user_id == self.private_chat_user()
+
+    def who_may_terminate(self) -> str | None:
+        """Who may press Terminate now, in words (None: nobody — a group or a channel without
+        TELEGRAM_ALLOWED_USERS), for `reaper serve`'s start line and a refused press."""
+        if self.allowed_users is not None:
+            users = ", ".join(str(u) for u in self.allowed_users)
+            return f"Telegram users {users} (TELEGRAM_ALLOWED_USERS)"
+        private = self.private_chat_user()
+        if private is not None:
+            return f"Telegram user {private} (the private chat TELEGRAM_CHAT_ID)"
+        return None
+
+
+def parse_allowed_users(text: str | None) -> tuple[int, ...] | None:
+    """TELEGRAM_ALLOWED_USERS: user ids, comma-separated (None when unset). A user id is a
+    positive number; a group's id or an @name is not a user and is refused, as is an empty
+    list (it would allow nobody, which an unset variable already says in a group)."""
+    if text is None:
+        return None
+    items = [item.strip() for item in text.split(",")]
+    if not any(items) or not all(item.isdigit() and int(item) > 0 for item in items):
+        raise ConfigError(
+            "TELEGRAM_ALLOWED_USERS",
+            "expected Telegram user ids (positive numbers), comma-separated",
+        )
+    return tuple(dict.fromkeys(int(item) for item in items))
 
 
 def read_settings(env: Env) -> TelegramSettings | None:
@@ -251,6 +295,8 @@ def read_settings(env: Env) -> TelegramSettings | None:
             raise ConfigError(
                 "TELEGRAM_WEBHOOK_SECRET", "needs TELEGRAM_BOT_TOKEN and TELEGRAM_CHAT_ID"
             )
+    if env.get("TELEGRAM_ALLOWED_USERS") is not None and not (token and chat):
+        raise ConfigError("TELEGRAM_ALLOWED_USERS", "needs TELEGRAM_BOT_TOKEN and TELEGRAM_CHAT_ID")
     if token and not chat:
         raise ConfigError("TELEGRAM_CHAT_ID", "required when TELEGRAM_BOT_TOKEN is set")
     if chat and not token:
@@ -262,7 +308,11 @@ def read_settings(env: Env) -> TelegramSettings | None:
     if not re.fullmatch(r"-?\d+|@[A-Za-z0-9_]{5,}", chat.strip()):
         raise ConfigError("TELEGRAM_CHAT_ID", "expected a numeric chat id or @channelname")
     return TelegramSettings(
-        token=token.strip(), chat_id=chat.strip(), api_url=url, webhook_secret=secret
+        token=token.strip(),
+        chat_id=chat.strip(),
+        api_url=url,
+        webhook_secret=secret,
+        allowed_users=parse_allowed_users(env.get("TELEGRAM_ALLOWED_USERS")),
     )
 
 
@@ -278,6 +328,7 @@ SETTINGS = SettingsReader(
         "TELEGRAM_CHAT_ID",
         "TELEGRAM_API_URL",
         "TELEGRAM_WEBHOOK_SECRET",
+        "TELEGRAM_ALLOWED_USERS",
     ),
     # The chat id goes with its token (kept in SSM beside it), but is no secret.
     secret_variables=("TELEGRAM_BOT_TOKEN", "TELEGRAM_CHAT_ID", "TELEGRAM_WEBHOOK_SECRET"),

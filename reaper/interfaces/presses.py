@@ -33,6 +33,7 @@ from reaper.channels.telegram_bot import (
     with_result,
 )
 from reaper.core import messages
+from reaper.core.models import ActionGrant, ActionRecord
 from reaper.passes.act import ActContext, Actor, Outcome, lookup, perform
 from reaper.passes.arm import token_of_callback
 
@@ -74,14 +75,52 @@ async def handle_update(update: Any, ctx: ActContext, bot: TelegramBot) -> str:
         await _quietly(bot.answer(press.callback_id, messages.REFUSED_UNKNOWN), "answer")
         return "refused"
     found = lookup(ctx.store, token, ctx.clock.now())
+    refusal = None if isinstance(found, str) else _refusal(found, press, ctx)
+    if refusal is not None:
+        await _quietly(bot.answer(press.callback_id, refusal), "answer")
+        return "refused"
     answered = False
-    if not isinstance(found, str) and not found.ask_first and found.choices[0].kind == "terminate":
+    if not isinstance(found, str) and not found.ask_first and _terminates(found):
         # The pass takes seconds: the phone hears at once that it is under way.
         await _quietly(bot.answer(press.callback_id, messages.ACTION_CHECKING), "answer")
         answered = True
     outcome = await perform(ctx, token, Actor(who=press.who, via="chat button"))
     await _show(bot, press, outcome, answered)
     return {"ask": "asked", "refused": "refused"}.get(outcome.status, "acted")
+
+
+def _terminates(grant: ActionGrant) -> bool:
+    return any(choice.kind == "terminate" for choice in grant.choices)
+
+
+def _refusal(grant: ActionGrant, press: Press, ctx: ActContext) -> str | None:
+    """Why this member's press may not use the grant, or None when it may: Keep and Mute from
+    anyone in the chat, "Terminate now" (its first press and its confirmation) only from
+    TELEGRAM_ALLOWED_USERS — in a group any member could press it, and who pressed would only be
+    written down. A refused press is recorded, answered by the caller, and does nothing (the
+    grant stays unused for a member who may)."""
+    settings = telegram_settings(ctx)
+    if not _terminates(grant) or (settings is not None and settings.may_terminate(press.user_id)):
+        return None
+    text = messages.refused_presser(
+        press.user_id, settings.who_may_terminate() if settings is not None else None
+    )
+    log.event("telegram_press", result="refused", reason="user may not terminate")
+    action = grant.choices[0]
+    ctx.store.record_action(
+        ActionRecord(
+            at=ctx.clock.now(),
+            kind=action.kind,
+            label=action.label,
+            targets=action.targets,
+            subject=action.subject,
+            by=press.who,
+            via="chat button",
+            done=False,
+            result=text,
+        )
+    )
+    return text
 
 
 async def _show(bot: TelegramBot, press: Press, outcome: Outcome, answered: bool) -> None:

@@ -484,7 +484,10 @@ def _presses(settings: Settings) -> str:
         return "off (no Telegram bot)"
     how = "webhook /telegram/***" if telegram.webhook_secret else "long polling getUpdates"
     links = "action links on" if settings.public_url else "action links off (no REAPER_PUBLIC_URL)"
-    return f"{how}; {links}"
+    terminate = telegram.who_may_terminate() or (
+        "nobody (a group or a channel: set TELEGRAM_ALLOWED_USERS)"
+    )
+    return f"{how}; {links}; Terminate now from {terminate}"
 
 
 def serve_command(settings: Settings, host: str, port: int) -> int:

@@ -24,7 +24,8 @@ from tests.fakes import FakeServer, Reply
 
 MESSAGE_LIMIT = 4096
 FAKE_TOKEN = "123456:TEST-fake-token_xyz"
-FAKE_CHAT = "4242"
+# A private chat with Alice (below): in Telegram a private chat's id is its user's id.
+FAKE_CHAT = "42"
 ALLOWED_TAGS = {
     "b",
     "strong",
