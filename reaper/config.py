@@ -235,12 +235,24 @@ def parse_optional_duration(text: str, variable: str) -> timedelta | None:
 
 
 _ACCOUNT_NAME = re.compile(r"[A-Za-z0-9_.-]{1,64}")
-# A base64 key ending in its padding (`...==`), whole blocks of four: not `name=key`.
-_BASE64_PADDED = re.compile(r"(?:[A-Za-z0-9+/_-]{4})*[A-Za-z0-9+/_-]{2,3}={1,2}")
+
+
+def split_named(item: str) -> tuple[str | None, str]:
+    """`name=key` as (name, key), or (None, item) when the entry is one unnamed key.
+
+    An entry is named only when an account name (1-64 of A-Z a-z 0-9 _ . -) comes before its
+    first `=` and a key after it that is not only `=`: a key with base64 padding (`Zm9v...=`,
+    `...==`) is never split into a "name" made of the key's text — which would then be printed
+    as an account name — and `Bearer =`."""
+    name, sep, key = item.partition("=")
+    if sep and _ACCOUNT_NAME.fullmatch(name.strip()) and key.strip().strip("="):
+        return name.strip(), key.strip()
+    return None, item
 
 
 def parse_accounts(text: str, variable: str, provider: str) -> tuple[Account, ...]:
-    """Comma-separated keys, each optionally `name=key`; unnamed ones are named 1, 2, ..."""
+    """Comma-separated keys, each optionally `name=key` (see `split_named`); unnamed ones are
+    named by their position: 1, 2, ..."""
     accounts: list[Account] = []
     for position, item in enumerate(text.split(","), start=1):
         item = item.strip()
@@ -254,15 +266,8 @@ def parse_accounts(text: str, variable: str, provider: str) -> tuple[Account, ..
                 f"entry {position}: the key has a character that is not printable ASCII "
                 "(a pasted quote or space?)",
             )
-        name, sep, key = item.partition("=")
-        if not sep or _BASE64_PADDED.fullmatch(item) or not _ACCOUNT_NAME.fullmatch(name.strip()):
-            # No `name=`, or a whole base64 key whose `=` is only padding: an unnamed key.
-            name, key = str(position), item
-        name, key = name.strip(), key.strip()
-        if not _ACCOUNT_NAME.fullmatch(name):
-            raise ConfigError(
-                variable, f"entry {position}: account name must be 1-64 of A-Z a-z 0-9 _ . -"
-            )
+        named, key = split_named(item)
+        name = named or str(position)
         if not key or any(c.isspace() for c in key):
             raise ConfigError(
                 variable, f"entry {position} ({name}): the key is empty or has spaces"
