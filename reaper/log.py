@@ -3,10 +3,12 @@
 
 Every part of reaper logs through `event()`, which scrubs every registered secret (provider
 keys, the ping key, channel tokens) from every value, so a key that slipped into an error
-message from a provider still never reaches a log. The events go to the `reaper` logger, which
-does not propagate (the Lambda runtime's root handler would print each line twice); `serve`
-routes uvicorn's own `uvicorn.error` lines through the same handler, so that every line of the
-process has one shape. `LOG_LEVEL` sets the lowest level written.
+message from a provider still never reaches a log; and shows every value as text
+(`reaper.text.shown`), so a bidi override in a name or a message cannot reorder a log line. The
+events go to the `reaper` logger, which does not propagate (the Lambda runtime's root handler
+would print each line twice); `serve` routes uvicorn's own `uvicorn.error` lines through the
+same handler, so that every line of the process has one shape. `LOG_LEVEL` sets the lowest
+level written.
 """
 
 from __future__ import annotations
@@ -18,6 +20,8 @@ import sys
 import threading
 from datetime import UTC, datetime
 from typing import Any, TextIO
+
+from reaper.text import shown
 
 _lock = threading.Lock()
 _secrets: set[str] = set()
@@ -162,7 +166,7 @@ def route_uvicorn() -> None:
 
 def _clean(value: Any) -> Any:
     if isinstance(value, str):
-        return redact(value)
+        return redact(shown(value, lines=True))
     # Numbers before the containers: most fields of the line logged for every request.
     if value is None or isinstance(value, bool | int | float):
         return value
@@ -172,7 +176,7 @@ def _clean(value: Any) -> Any:
         return {str(k): _clean(v) for k, v in value.items()}
     if isinstance(value, list | tuple):
         return [_clean(v) for v in value]
-    return redact(str(value))
+    return redact(shown(str(value), lines=True))
 
 
 def _level_of(name: str, fields: dict[str, Any]) -> int:

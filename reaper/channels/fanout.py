@@ -33,6 +33,7 @@ from reaper.channels.base import (
 from reaper.channels.registry import CHANNELS
 from reaper.config import Settings
 from reaper.core.models import Alert, Delivery
+from reaper.text import shown
 
 if TYPE_CHECKING:
     import httpx
@@ -53,18 +54,15 @@ def scrub(text: str, secrets: Sequence[str]) -> str:
     return log.redact(text)
 
 
-def clean_text(text: str) -> str:
-    """Text that can be encoded: lone UTF-16 surrogates (possible in JSON from a webhook) would
-    make the HTTP client raise; they become U+FFFD, and well-formed pairs are joined."""
-    return text.encode("utf-16-le", "surrogatepass").decode("utf-16-le", "replace")
-
-
 def _sanitise(alert: Alert, secrets: Sequence[str]) -> Alert:
-    """An alert is output like a log line: no secret reaches a phone either."""
+    """An alert is output like a log line: no secret reaches a phone either, and its text is
+    shown as text (`reaper.text.shown`: a lone surrogate, possible in JSON from a webhook, would
+    make the HTTP client raise; a bidi override in a forwarded message would mirror it). Line
+    feeds and tabs are kept: a forwarded message has lines."""
     return alert.model_copy(
         update={
-            "title": scrub(clean_text(alert.title), secrets),
-            "body": scrub(clean_text(alert.body), secrets),
+            "title": scrub(shown(alert.title, lines=True), secrets),
+            "body": scrub(shown(alert.body, lines=True), secrets),
         }
     )
 

@@ -17,6 +17,7 @@ from typing import Any
 
 from reaper import USER_AGENT
 from reaper.channels.telegram import MESSAGE_LIMIT, TelegramSettings, chat_value, utf16_len
+from reaper.text import shown
 
 # answerCallbackQuery shows at most this many characters.
 ANSWER_LIMIT = 200
@@ -99,8 +100,9 @@ def parse_press(update: Any) -> Press | None:
         callback_id=callback_id,
         data=data,
         user_id=_int(user.get("id")),
-        username=_str(user.get("username")),
-        first_name=_str(user.get("first_name")) or "",
+        # Shown as text: a member's name is chosen by them, and goes to the audit and the chat.
+        username=shown(_str(user.get("username")) or "") or None,
+        first_name=shown(_str(user.get("first_name")) or ""),
         chat_id=_int(chat.get("id")),
         chat_username=_str(chat.get("username")),
         message_id=_int(message.get("message_id")),

@@ -7,6 +7,8 @@ import shutil
 import sys
 from collections.abc import Sequence
 
+from reaper.text import shown
+
 _GAP = 2
 # A column is never cut narrower than this (or than its widest cell, if narrower).
 _MIN_COLUMN = 6
@@ -57,6 +59,9 @@ def format_table(
     """Left-aligned columns; cells longer than `max_width` are cut with an ellipsis so one long
     reason cannot wreck the layout (the JSON output keeps it whole). `width`: the whole line's
     budget (a terminal's width); the columns `shrink_first` give way first, then the widest."""
+    # Cells show as text: a control or format character in a name or a message (U+202E mirrors
+    # the rest of the line) would reorder the terminal's line.
+    rows = [[shown(cell) for cell in row] for row in rows]
     widths = [len(h) for h in headers]
     for row in rows:
         widths = [max(w, min(len(c), max_width)) for w, c in zip(widths, row, strict=True)]

@@ -11,9 +11,12 @@ instance "unknown" (never reaped, reported instead).
 
 Every provider string that reaches an `Instance`, `Volume` or error is valid text: JSON may
 carry a lone UTF-16 surrogate (`"\ud800"`), which Python keeps and which then fails every UTF-8
-encode (the audit record, the store, `--json`, an alert). Names, labels and statuses are
-cleaned (`CleanStr`); an instance id that cleaning would change is unreadable instead
-(`ExactStr`), so it can never become a different, valid-looking id.
+encode (the audit record, the store, `--json`, an alert). Names, labels and statuses are shown
+as text (`CleanStr`, `reaper.text.shown`): besides surrogates, the control and format
+characters that would reorder or hide what a person reads (U+202E mirrors the rest of a
+warning's title) are replaced at the first step, so no alert, page, table or log line gets
+them. An instance id that cleaning would change is unreadable instead (`ExactStr`), so it can
+never become a different, valid-looking id.
 """
 
 from __future__ import annotations
@@ -27,6 +30,7 @@ from pydantic import AfterValidator, BaseModel, ConfigDict, ValidationError
 from reaper import log
 from reaper.core.models import Instance, ProviderName
 from reaper.providers.base import UNREADABLE_ID_PREFIX
+from reaper.text import shown
 
 Model = TypeVar("Model", bound=BaseModel)
 
@@ -43,8 +47,8 @@ def _exact_text(text: str) -> str:
     return text
 
 
-# A provider string shown to people (a name, a label): cleaned.
-CleanStr = Annotated[str, AfterValidator(clean_text)]
+# A provider string shown to people (a name, a label, a status): shown as text.
+CleanStr = Annotated[str, AfterValidator(shown)]
 # A provider string that names what a DELETE would target: unreadable unless already clean.
 ExactStr = Annotated[str, AfterValidator(_exact_text)]
 
@@ -86,7 +90,7 @@ def raw_status(value: object, present: bool) -> str:
     if value is None:
         return "null"
     if isinstance(value, str):
-        return clean_text(value)
+        return shown(value)
     # A number is shown as such; a nested object is not echoed (it is not a status).
     return str(value) if isinstance(value, int | float) else ""
 

@@ -23,7 +23,6 @@ which no page can set, is accepted as well, for a browser that still says `null`
 
 from __future__ import annotations
 
-import html
 from dataclasses import dataclass, field
 from datetime import datetime
 from urllib.parse import parse_qs, urlsplit
@@ -31,6 +30,7 @@ from urllib.parse import parse_qs, urlsplit
 from reaper.core import messages
 from reaper.core.models import ActionGrant, PhoneAction
 from reaper.core.units import weekday_time
+from reaper.interfaces.web.layout import esc
 from reaper.passes.act import LINK, ActContext, Outcome, lookup, perform
 
 # A POST from the page carries `choice=N`; anything much bigger is not from it.
@@ -80,7 +80,7 @@ def _document(title: str, body: str) -> bytes:
         '<!doctype html>\n<html lang="en"><head><meta charset="utf-8">'
         '<meta name="viewport" content="width=device-width, initial-scale=1">'
         '<meta name="referrer" content="same-origin">'
-        f"<title>reaper: {html.escape(title)}</title><style>{_STYLE}</style></head>"
+        f"<title>reaper: {esc(title)}</title><style>{_STYLE}</style></head>"
         f"<body>{body}</body></html>\n"
     ).encode()
 
@@ -89,20 +89,20 @@ def _button(index: int, action: PhoneAction, main: bool) -> str:
     css = "danger" if action.kind == "terminate" else ("main" if main else "")
     return (
         f'<form method="post"><input type="hidden" name="choice" value="{index}">'
-        f'<button type="submit" class="{css}">{html.escape(action.label)}</button></form>'
+        f'<button type="submit" class="{css}">{esc(action.label)}</button></form>'
     )
 
 
 def render_page(grant: ActionGrant, now: datetime) -> bytes:
     """What the link will do, with a button per choice (the first is the main one)."""
     first = grant.choices[0]
-    parts = [f"<h1>{html.escape(first.label)}: {html.escape(first.subject)}?</h1>"]
+    parts = [f"<h1>{esc(first.label)}: {esc(first.subject)}?</h1>"]
     for index, action in enumerate(grant.choices):
         parts.append(_button(index, action, index == 0))
-        parts.append(f'<p class="what">{html.escape(messages.action_describe(action, now))}</p>')
+        parts.append(f'<p class="what">{esc(messages.action_describe(action, now))}</p>')
     parts.append(
         '<p class="small">This link works once, until'
-        f" {html.escape(weekday_time(grant.expires_at))}. Nothing happens until you press"
+        f" {esc(weekday_time(grant.expires_at))}. Nothing happens until you press"
         " a button.</p>"
     )
     return _document(f"{first.label}: {first.subject}", "".join(parts))
@@ -110,7 +110,7 @@ def render_page(grant: ActionGrant, now: datetime) -> bytes:
 
 def render_outcome(outcome: Outcome) -> bytes:
     title = "Done" if outcome.status == "done" else "Not done"
-    return _document(title, f"<h1>{title}</h1><p>{html.escape(outcome.text)}</p>")
+    return _document(title, f"<h1>{title}</h1><p>{esc(outcome.text)}</p>")
 
 
 def _origin(url: str) -> str:

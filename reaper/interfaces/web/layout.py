@@ -13,6 +13,7 @@ import html
 from datetime import datetime
 
 from reaper.core.units import humanize, iso, utc
+from reaper.text import shown
 
 # Pages answer with these, on top of the adapters' `cache-control: no-store`.
 HTML_HEADERS = {
@@ -31,8 +32,9 @@ HTML_HEADERS = {
 
 
 def esc(value: object) -> str:
-    """Text as HTML text or attribute value, quotes included."""
-    return html.escape(str(value), quote=True)
+    """Text as HTML text or attribute value, quotes included, shown as text
+    (`reaper.text.shown`: no bidi override from a name or a message reorders the page)."""
+    return html.escape(shown(str(value), lines=True), quote=True)
 
 
 def when(moment: datetime | None, now: datetime) -> str:
