@@ -20,6 +20,8 @@ from reaper.config import ConfigError, Settings, load_settings, parse_duration
 EXIT_OK = 0
 EXIT_ATTENTION = 1
 EXIT_CONFIG = 2
+# 128 + SIGINT: what a shell reports for a command stopped by Ctrl-C.
+EXIT_INTERRUPTED = 130
 
 
 class _Parser(argparse.ArgumentParser):
@@ -354,6 +356,16 @@ _NO_SETTINGS = ("demo", "emulate")
 
 
 def main(argv: Sequence[str] | None = None) -> int:
+    """Run one command. Ctrl-C at any moment — parsing, loading the settings, the command — is
+    one line and exit 130 (the entry point in `reaper.__main__` covers the imports before)."""
+    try:
+        return _main(argv)
+    except KeyboardInterrupt:
+        print("reaper: interrupted", file=sys.stderr)
+        return EXIT_INTERRUPTED
+
+
+def _main(argv: Sequence[str] | None) -> int:
     args = build_parser().parse_args(argv)
     try:
         # The demo and the emulators need no configuration: they build their own.
@@ -368,9 +380,6 @@ def main(argv: Sequence[str] | None = None) -> int:
     except ConfigError as exc:
         print(f"reaper: {exc}", file=sys.stderr)
         return EXIT_CONFIG
-    except KeyboardInterrupt:
-        print("reaper: interrupted", file=sys.stderr)
-        return 130
     except Exception as exc:
         return _unexpected(exc)
 
