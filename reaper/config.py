@@ -133,6 +133,12 @@ class Settings:
     public_url: str | None = None
     # False: a ping to an unknown host answers 404 instead of creating its monitor.
     auto_create: bool = True
+    # REAPER_ALLOW_UNKNOWN: an unknown REAPER_* name is only a warning, even for `reap` and
+    # `serve` in enforce mode.
+    allow_unknown: bool = False
+    # The REAPER_* names of the environment that reaper does not know (typos: each one a
+    # setting whose default silently applies), for whoever decides what they mean.
+    unknown_names: tuple[str, ...] = ()
 
     @property
     def human_channel(self) -> bool:
@@ -431,18 +437,24 @@ def read_dotenv(path: Path) -> dict[str, str]:
 
 
 def load_settings(
-    environ: Mapping[str, str] | None = None, *, dotenv: Path | None = Path(".env")
+    environ: Mapping[str, str] | None = None,
+    *,
+    dotenv: Path | None = Path(".env"),
+    strict: bool = False,
 ) -> Settings:
     """Build the settings from the environment, with a `.env` file under it.
 
     Variables already in the environment win over the file, as with every dotenv tool. An
-    empty value counts as unset.
+    empty value counts as unset. `strict` (what `reaper reap` and `serve` ask): in enforce
+    mode, an unknown REAPER_* name is a ConfigError naming it and the nearest known name —
+    `REAPER_STOPED_TTL=48h` would otherwise leave the 24h default in force and terminate a day
+    early — unless REAPER_ALLOW_UNKNOWN=true; other names, and every name otherwise, are
+    warnings on stderr.
     """
     from_file: dict[str, str] = read_dotenv(dotenv) if dotenv is not None else {}
     given = os.environ if environ is None else environ
     values = {**from_file, **given}
     env = Env(values)
-    _warn_unknown(values, {n for n in from_file if n not in given}, dotenv)
     get = env.get
 
     kwargs: dict[str, object] = {}
@@ -503,6 +515,16 @@ def load_settings(
     kwargs["channels"] = tuple(c for c in channels if isinstance(c, ChannelSettings))
 
     _read_operator_settings(get, kwargs)
+    if (raw := get("REAPER_ALLOW_UNKNOWN")) is not None:
+        kwargs["allow_unknown"] = parse_bool(raw, "REAPER_ALLOW_UNKNOWN")
+    kwargs["unknown_names"] = _unknown_names(
+        values,
+        {n for n in from_file if n not in given},
+        dotenv,
+        refuse=strict
+        and kwargs.get("mode", "enforce") == "enforce"
+        and not kwargs.get("allow_unknown", False),
+    )
 
     settings = Settings(**kwargs)  # type: ignore[arg-type]
     _check_relations(settings)
@@ -578,11 +600,29 @@ def known_variables() -> set[str]:
     return names
 
 
-def _warn_unknown(values: Mapping[str, str], from_file: set[str], dotenv: Path | None) -> None:
+def _unknown_names(
+    values: Mapping[str, str], from_file: set[str], dotenv: Path | None, *, refuse: bool
+) -> tuple[str, ...]:
     """A misspelt setting is not read and its default applies: say so, one line each, on
-    stderr. Never an error (another tool's variable may share a prefix)."""
-    from reaper.known_settings import unknown_setting_warnings
+    stderr — or, with `refuse`, raise a ConfigError for the first unknown REAPER_* name
+    (REAPER_ is reaper's alone; other prefixes are shared with other tools and stay warnings).
+    The unknown REAPER_* names, for the Lambda handlers' alert."""
+    from reaper.known_settings import OWN_PREFIX, nearest, unknown_setting_warnings
 
+    known = known_variables()
+    own = tuple(sorted(n for n in values if n.upper().startswith(OWN_PREFIX) and n not in known))
+    if refuse and own:
+        name = own[0]
+        suggestion = nearest(name.upper(), known)
+        hint = f"; did you mean {suggestion}?" if suggestion else "."
+        where = f" (in {dotenv.name})" if dotenv is not None and name in from_file else ""
+        raise ConfigError(
+            name,
+            f"not a setting reaper knows{where}{hint} In enforce mode `reap` and `serve` refuse"
+            " an unknown REAPER_* name (its default would apply silently); fix it, or set"
+            " REAPER_ALLOW_UNKNOWN=true to only warn",
+        )
     source = {name: dotenv.name for name in from_file} if dotenv is not None else {}
-    for line in unknown_setting_warnings(values, known_variables(), source=source):
+    for line in unknown_setting_warnings(values, known, source=source):
         print(f"reaper: {line}", file=sys.stderr)
+    return own

@@ -49,6 +49,7 @@ CORE_VARIABLES = (
     "REAPER_VOLUME_ORPHAN_AFTER",
     "REAPER_PUBLIC_URL",
     "REAPER_DIGEST_AT",
+    "REAPER_ALLOW_UNKNOWN",
     "HEARTBEAT_TIMEOUT",
     "HEARTBEAT_REPEAT",
     "HEARTBEAT_REQUIRED",
@@ -80,6 +81,8 @@ OTHER_VARIABLES = (
     "IDLE_WATCH_MAX_LOOPS",
     "IDLE_WATCH_SLEEP",
     "RUNPOD_POD_ID",
+    # The test suite's own (where the browser tests put their screenshots).
+    "REAPER_ARTIFACTS",
 )
 # Below this similarity (difflib's ratio) a name is not a typo of a known one: no suggestion,
 # and a shared-prefix name is somebody else's. A dropped or doubled letter scores above 0.9.

@@ -1,6 +1,8 @@
 """A misspelt setting is not read, and its default silently applies (`REAPER_STOPED_TTL=48h`
-leaves the 24h TTL): one warning line on stderr with the nearest known name, from the
-environment and from `.env`, never an error."""
+leaves the 24h TTL): one line on stderr with the nearest known name, from the environment and
+from `.env`. For `reaper reap` and `reaper serve` in enforce mode an unknown REAPER_* name is an
+error (exit 2, before anything is listed): a typo must not make the destroyer more aggressive
+than asked. `REAPER_ALLOW_UNKNOWN=true`, observe mode and every other command only warn."""
 
 from __future__ import annotations
 
@@ -104,14 +106,14 @@ def test_every_name_reaper_reads_is_known(capsys: pytest.CaptureFixture[str]) ->
     assert unknown == []
 
 
-def test_the_cli_prints_one_line_and_goes_on(tmp_path: Path) -> None:
-    result = subprocess.run(
-        [sys.executable, "-m", "reaper", "reap", "--dry-run", "--json"],
+def _reaper(tmp_path: Path, *args: str, **env: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, "-m", "reaper", *args],
         env={
             "PATH": "/usr/bin:/bin",
             "HOME": str(tmp_path),
-            "REAPER_STOPED_TTL": "48h",
             "REAPER_STATE": f"sqlite:///{tmp_path / 'state.db'}",
+            **env,
         },
         cwd=tmp_path,
         capture_output=True,
@@ -119,8 +121,58 @@ def test_the_cli_prints_one_line_and_goes_on(tmp_path: Path) -> None:
         timeout=60,
         check=False,
     )
-    # No provider key: the one config error comes after the one warning.
+
+
+@pytest.mark.parametrize("args", [("reap",), ("reap", "--dry-run", "--json"), ("serve",)])
+def test_reap_and_serve_in_enforce_mode_refuse_an_unknown_reaper_name(
+    tmp_path: Path, args: tuple[str, ...]
+) -> None:
+    result = _reaper(tmp_path, *args, REAPER_STOPED_TTL="48h", RUNPOD_API_KEY="rk_typo_test_123")
     assert result.returncode == 2
+    [line] = result.stderr.strip().splitlines()
+    assert line.startswith("reaper: REAPER_STOPED_TTL: not a setting reaper knows;")
+    assert "did you mean REAPER_STOPPED_TTL?" in line and "REAPER_ALLOW_UNKNOWN=true" in line
+    assert result.stdout == ""
+
+
+def test_a_typo_in_dotenv_is_refused_too_and_says_where(tmp_path: Path) -> None:
+    (tmp_path / ".env").write_text("REAPER_WARN_BEFOR=2h\n")
+    result = _reaper(tmp_path, "reap", RUNPOD_API_KEY="rk_typo_test_123")
+    assert result.returncode == 2
+    assert "REAPER_WARN_BEFOR: not a setting reaper knows (in .env)" in result.stderr
+
+
+@pytest.mark.parametrize(
+    ("args", "env"),
+    [
+        (("reap", "--dry-run"), {"REAPER_ALLOW_UNKNOWN": "true"}),
+        (("reap", "--dry-run"), {"REAPER_MODE": "observe"}),
+        (("monitor", "list"), {}),
+    ],
+)
+def test_otherwise_an_unknown_name_is_one_warning_and_the_command_goes_on(
+    tmp_path: Path, args: tuple[str, ...], env: dict[str, str]
+) -> None:
+    # No provider key: the one config error of `reap` comes after the one warning.
+    result = _reaper(tmp_path, *args, REAPER_STOPED_TTL="48h", **env)
     lines = result.stderr.strip().splitlines()
-    assert lines[0].endswith("did you mean REAPER_STOPPED_TTL?")
-    assert lines[1] == "reaper: RUNPOD_API_KEY / VAST_API_KEY: set at least one"
+    assert lines[0] == (
+        "reaper: warning: REAPER_STOPED_TTL is not a setting reaper knows: ignored;"
+        " did you mean REAPER_STOPPED_TTL?"
+    )
+    if args[0] == "reap":
+        assert result.returncode == 2
+        assert lines[1] == "reaper: RUNPOD_API_KEY / VAST_API_KEY: set at least one"
+    else:  # no state yet: the command's own one line follows the warning
+        assert len(lines) == 2 and "REAPER_STOPED_TTL" not in lines[1]
+
+
+def test_shared_prefixes_stay_warnings_for_reap(tmp_path: Path) -> None:
+    result = _reaper(tmp_path, "reap", "--dry-run", HEARTBEAT_TIMOUT="10m")
+    assert "HEARTBEAT_TIMOUT is not a setting reaper knows" in result.stderr
+    assert "set at least one" in result.stderr.strip().splitlines()[-1]
+
+
+def test_the_unknown_names_are_kept_for_the_lambda_handlers() -> None:
+    settings = load_settings({"REAPER_STOPED_TTL": "48h", "REAPER_FOO": "1"}, dotenv=None)
+    assert settings.unknown_names == ("REAPER_FOO", "REAPER_STOPED_TTL")

@@ -353,6 +353,8 @@ _COMMANDS: dict[str, Callable[[argparse.Namespace, Settings], int]] = {
 }
 # Commands that build their own configuration and read none from the environment.
 _NO_SETTINGS = ("demo", "emulate")
+# Commands that refuse an unknown REAPER_* name in enforce mode (`load_settings(strict=True)`).
+_STRICT = ("reap", "serve")
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -368,8 +370,14 @@ def main(argv: Sequence[str] | None = None) -> int:
 def _main(argv: Sequence[str] | None) -> int:
     args = build_parser().parse_args(argv)
     try:
-        # The demo and the emulators need no configuration: they build their own.
-        settings = Settings() if args.command in _NO_SETTINGS else load_settings()
+        # The demo and the emulators need no configuration: they build their own. The
+        # commands that act refuse an unknown REAPER_* name in enforce mode (a typo's default
+        # would apply silently); the others warn.
+        settings = (
+            Settings()
+            if args.command in _NO_SETTINGS
+            else load_settings(strict=args.command in _STRICT)
+        )
     except ConfigError as exc:
         print(f"reaper: {exc}", file=sys.stderr)
         return EXIT_CONFIG
