@@ -5,7 +5,7 @@ audit trail as the phone's (`reaper audit`)."""
 from __future__ import annotations
 
 import json
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 from tests.reap_support import cli, world
@@ -47,5 +47,20 @@ def test_a_command_line_keep_says_who_kept_it(tmp_path: Path) -> None:
             record = store.history().kept[f"runpod:{pod}"]
         finally:
             store.close()
-        assert record.until is None
+        # Without --for: a week, never for ever by default.
+        assert record.until is not None
+        assert record.until - record.since == timedelta(days=7)
         assert "command line" in record.by
+
+
+def test_keep_for_forever_is_explicit(tmp_path: Path) -> None:
+    with world(tmp_path, start=datetime.now(UTC)) as w:
+        pod = w.runpod.add_pod(status="EXITED")
+        w.run()
+        kept = cli(w, "keep", f"runpod:{pod}", "--for", "forever")
+        assert kept.returncode == 0 and "until `reaper unkeep`" in kept.stdout
+        store = w.store(read_only=True)
+        try:
+            assert store.history().kept[f"runpod:{pod}"].until is None
+        finally:
+            store.close()

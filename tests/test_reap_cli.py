@@ -87,7 +87,7 @@ def test_a_provider_failing_exits_1_with_the_error_listed(tmp_path: Path) -> Non
 def test_keep_then_audit(tmp_path: Path) -> None:
     with world(tmp_path, start=datetime.now(UTC)) as w:
         pod = w.runpod.add_pod(status="EXITED")
-        kept = cli(w, "keep", f"runpod:{pod}", "--for", "3d")
+        kept = cli(w, "keep", f"runpod:{pod}", "--for", "3d", "--force")  # not listed yet
         assert kept.returncode == 0, kept.stderr
         assert f"runpod:{pod}" in kept.stdout
         result = cli(w, "reap", "--json")
@@ -186,7 +186,7 @@ def test_status_shows_the_stopped_fleet_as_the_state_knows_it(tmp_path: Path) ->
     with world(tmp_path, start=datetime.now(UTC)) as w:
         pod = w.runpod.add_pod(status="EXITED")
         w.run()
-        assert cli(w, "keep", "vast:77", "--for", "3d").returncode == 0
+        assert cli(w, "keep", "vast:77", "--for", "3d", "--force").returncode == 0
         result = cli(w, "status", "--json")
         assert result.returncode == 0, result.stderr
         fleet = json.loads(result.stdout)["fleet"]

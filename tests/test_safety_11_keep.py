@@ -1,5 +1,5 @@
-"""Issue 12.11: `reaper keep` records the id the listing uses, says when the instance is not
-in the last listing, `reaper unkeep` ends a keep, and `reaper status` lists keeps."""
+"""Issue 12.11: `reaper keep` records the id the listing uses, refuses an id the last listing
+does not show (unless `--force`), `reaper unkeep` ends a keep, and `reaper status` lists keeps."""
 
 from __future__ import annotations
 
@@ -35,13 +35,35 @@ def test_keep_refuses_ids_the_provider_cannot_have(tmp_path: Path) -> None:
             assert "not a valid" in result.stderr
 
 
-def test_keep_says_when_the_instance_is_not_in_the_last_listing(tmp_path: Path) -> None:
+def test_keep_refuses_an_id_the_last_listing_does_not_show_naming_the_nearest(
+    tmp_path: Path,
+) -> None:
+    """A mistyped id used to be stored as a keep that spares nothing, exit 0: the instance meant
+    went on to its deadline. Now nothing is stored, exit 2, and the nearest listed ids are
+    named; `--force` keeps it anyway (an instance not listed yet)."""
     with world(tmp_path) as w:
-        w.runpod.add_pod(status="RUNNING")
+        pod = w.runpod.add_pod("trainer-a1b2", status="EXITED")
+        w.runpod.add_pod("other-zz99", status="RUNNING")
         w.run()
-        result = cli(w, "keep", "runpod:nosuchpod42")
-        assert result.returncode == 0
-        assert "runpod:nosuchpod42 is not in the last listing" in result.stderr
+        result = cli(w, "keep", "runpod:trainer-a1b3")
+        assert result.returncode == 2
+        [line] = result.stderr.strip().splitlines()
+        assert "runpod:trainer-a1b3 is not in the last listing of runpod" in line
+        assert f"nearest listed: runpod:{pod}" in line and "--force" in line
+        store = w.store(read_only=True)
+        try:
+            assert store.history().kept == {} and store.action_log() == []
+        finally:
+            store.close()
+        forced = cli(w, "keep", "runpod:trainer-a1b3", "--force")
+        assert forced.returncode == 0 and "kept with --force" in forced.stderr
+
+
+def test_keep_refuses_before_any_listing_unless_forced(tmp_path: Path) -> None:
+    with world(tmp_path) as w:
+        result = cli(w, "keep", "runpod:trainer-a1b2")
+        assert result.returncode == 2 and "no reap pass has listed runpod yet" in result.stderr
+        assert cli(w, "keep", "runpod:trainer-a1b2", "--force").returncode == 0
 
 
 def test_unkeep_ends_a_keep_and_status_lists_keeps(tmp_path: Path) -> None:

@@ -59,6 +59,15 @@ def _duration(text: str) -> object:
         raise argparse.ArgumentTypeError(exc.expected) from None
 
 
+# `reaper keep` without `--for`: a week, not for ever — a keep forgotten must end by itself.
+KEEP_DEFAULT = timedelta(days=7)
+
+
+def _keep_for(text: str) -> object:
+    """`--for` of `reaper keep`: a duration, or `forever` (None: until `reaper unkeep`)."""
+    return None if text.strip().lower() == "forever" else _duration(text)
+
+
 def build_parser() -> argparse.ArgumentParser:
     """Every command and flag, each with its help line (tests/test_cli_help.py walks them)."""
     parser = _Parser(prog="reaper", description="The guard outside rented GPU instances.")
@@ -103,10 +112,15 @@ def build_parser() -> argparse.ArgumentParser:
     keep.add_argument(
         "--for",
         dest="duration",
-        type=_duration,
-        default=None,
+        type=_keep_for,
+        default=KEEP_DEFAULT,
         metavar="3d",
-        help="keep it this long (30m, 24h, 3d, 2w); without it, until `reaper unkeep`",
+        help="keep it this long (30m, 24h, 3d, 2w; default 7d), or `forever` (until unkept)",
+    )
+    keep.add_argument(
+        "--force",
+        action="store_true",
+        help="keep an id the last listing does not show (refused otherwise: a typo?)",
     )
 
     unkeep = commands.add_parser("unkeep", help="end a keep")
@@ -284,7 +298,7 @@ def _run_status(args: argparse.Namespace, settings: Settings) -> int:
 def _run_keep(args: argparse.Namespace, settings: Settings) -> int:
     from reaper.interfaces.commands import keep_command
 
-    return keep_command(settings, target=args.target, duration=args.duration)
+    return keep_command(settings, target=args.target, duration=args.duration, force=args.force)
 
 
 def _run_unkeep(args: argparse.Namespace, settings: Settings) -> int:

@@ -71,22 +71,47 @@ def parse_target(target: str) -> tuple[str, str]:
     return provider, instance_id
 
 
-def _last_seen(store: Store, key: str) -> tuple[Instance | None, datetime | None]:
-    """The instance as the last complete listing of its provider showed it, and when the
-    newest listing of that provider was taken (None: never listed)."""
-    provider = key.split(":", 1)[0]
+def _listed(store: Store, provider: str) -> tuple[list[Instance], datetime | None]:
+    """The instances the last complete listing of each account of `provider` showed, and when
+    the newest of those listings was taken (None: the provider was never listed)."""
+    found: list[Instance] = []
     newest: datetime | None = None
     for listing in store.listings():
-        if listing.provider != provider:
-            continue
-        newest = listing.at if newest is None else max(newest, listing.at)
-        for inst in listing.instances:
-            if inst.key == key:
-                return inst, listing.at
-    return None, newest
+        if listing.provider == provider:
+            newest = listing.at if newest is None else max(newest, listing.at)
+            found += listing.instances
+    return found, newest
 
 
-def keep_command(settings: Settings, *, target: str, duration: timedelta | None) -> int:
+def _not_listed(key: str, listed: list[Instance], listed_at: datetime | None) -> ConfigError:
+    """Why `reaper keep` refuses an id the listing does not show, with the nearest ids listed:
+    a mistyped id would otherwise be a stored keep that spares nothing (and the instance meant
+    goes on to its deadline)."""
+    import difflib
+
+    provider, _, instance_id = key.partition(":")
+    if listed_at is None:
+        return ConfigError(
+            "<provider>:<id>",
+            f"no reap pass has listed {provider} yet, so {key} cannot be checked: run"
+            " `reaper reap` first, or keep it anyway with --force",
+        )
+    ids = sorted({i.id for i in listed})
+    nearest = difflib.get_close_matches(instance_id, ids, n=3, cutoff=0.0)
+    named = ", ".join(f"{provider}:{i}" for i in nearest) or "none: it listed no instance"
+    return ConfigError(
+        "<provider>:<id>",
+        f"{key} is not in the last listing of {provider} ({utc(listed_at)}); nearest listed:"
+        f" {named}. Check the id, or keep it anyway with --force",
+    )
+
+
+def keep_command(
+    settings: Settings, *, target: str, duration: timedelta | None, force: bool = False
+) -> int:
+    """`reaper keep`: `duration` None keeps until `reaper unkeep` (`--for forever`). An id the
+    last complete listing of its provider does not show is refused (exit 2, nothing stored),
+    unless `force`."""
     from reaper.store import opened_store
 
     provider, instance_id = parse_target(target)
@@ -94,20 +119,20 @@ def keep_command(settings: Settings, *, target: str, duration: timedelta | None)
     key = instance_key(provider, instance_id)
     until = now + duration if duration else None
     with opened_store(settings.state) as store:
+        listed, listed_at = _listed(store, provider)
+        seen = next((i for i in listed if i.key == key), None)
+        if seen is None and not force:
+            raise _not_listed(key, listed, listed_at)
         keeping.keep(
             store, key, now=now, until=until, by=keeping.command_line_user(), via="command line"
         )
-        seen, listed_at = _last_seen(store, key)
     log.event("keep", provider=provider, id=instance_id, until=until, result="kept")
     name = f" ({seen.name})" if seen is not None and seen.name else ""
-    print(f"kept {key}{name} " + (f"until {utc(until)}" if until else "until further notice"))
+    print(f"kept {key}{name} " + (f"until {utc(until)}" if until else "until `reaper unkeep`"))
     if seen is None:
-        where = (
-            f"the last listing ({utc(listed_at)})"
-            if listed_at
-            else f"any listing yet (no reap pass has listed {provider})"
+        print(
+            f"reaper: note: {key} is not in the last listing (kept with --force)", file=sys.stderr
         )
-        print(f"reaper: note: {key} is not in {where}: check the id", file=sys.stderr)
     return 0
 
 
