@@ -167,6 +167,9 @@ def build_parser() -> argparse.ArgumentParser:
     commands.add_parser(
         "login-link", help="a one-time sign-in link to the status page (for the phone)"
     )
+    commands.add_parser(
+        "init", help="print a .env skeleton with freshly generated keys (writes nothing)"
+    )
     _monitor_parser(commands)
     return parser
 
@@ -349,6 +352,12 @@ def _run_login_link(args: argparse.Namespace, settings: Settings) -> int:
     return login_link_command(settings)
 
 
+def _run_init(args: argparse.Namespace, settings: Settings) -> int:
+    from reaper.interfaces.init import init_command
+
+    return init_command(settings)
+
+
 _COMMANDS: dict[str, Callable[[argparse.Namespace, Settings], int]] = {
     "reap": _run_reap,
     "watch": _run_watch,
@@ -364,9 +373,10 @@ _COMMANDS: dict[str, Callable[[argparse.Namespace, Settings], int]] = {
     "login-link": _run_login_link,
     "telegram-webhook": _run_telegram_webhook,
     "monitor": _run_monitor,
+    "init": _run_init,
 }
 # Commands that build their own configuration and read none from the environment.
-_NO_SETTINGS = ("demo", "emulate")
+_NO_SETTINGS = ("demo", "emulate", "init")
 # Commands that refuse an unknown REAPER_* name in enforce mode (`load_settings(strict=True)`).
 _STRICT = ("reap", "serve")
 
