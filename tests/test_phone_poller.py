@@ -91,13 +91,17 @@ def test_a_webhook_set_for_the_bot_is_said(tmp_path: Path) -> None:
         store = p.w.store()
         poller = Poller(p.context(store), _bot(p), poll_seconds=0, backoff_base=0.01)
 
-        async def briefly() -> None:
+        async def until_said() -> None:
             task = asyncio.create_task(poller.run())
-            await asyncio.sleep(0.2)
+            # Until the refusal is in the log (a fixed wait lost the race on a loaded machine).
+            for _ in range(1000):
+                if _events(stream, "telegram_poll"):
+                    break
+                await asyncio.sleep(0.01)
             poller.interrupt()
             await asyncio.wait_for(task, 5)
 
-        asyncio.run(briefly())
+        asyncio.run(until_said())
         store.close()
         [first, *_] = _events(stream, "telegram_poll")
         assert "HTTP 409" in str(first["error"])
@@ -111,7 +115,11 @@ def test_a_stop_ends_a_long_poll_at_once(tmp_path: Path) -> None:
 
         async def stop_soon() -> float:
             task = asyncio.create_task(poller.run())
-            await asyncio.sleep(0.3)
+            # Until the long poll is under way at the fake Telegram.
+            for _ in range(1000):
+                if p.telegram is not None and p.telegram.polls:
+                    break
+                await asyncio.sleep(0.01)
             started = time.monotonic()
             poller.interrupt()
             await asyncio.wait_for(task, 5)

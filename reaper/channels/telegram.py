@@ -251,6 +251,19 @@ class TelegramSettings(ChannelSettings):
             return user_id in self.allowed_users
         return user_id == self.private_chat_user()
 
+    def refusal(self, user_id: int | None) -> str:
+        """The answer to a "Terminate now" press from a member who may not terminate (the
+        press does nothing)."""
+        allowed = self.who_may_terminate() or (
+            "TELEGRAM_ALLOWED_USERS, which is not set (in a group or a channel any member"
+            " could press)"
+        )
+        user = f"user {user_id}" if user_id is not None else "an unknown user"
+        return (
+            f"Refused: Terminate now counts only from {allowed}; this press came from {user}."
+            " Keep and Mute count from anyone in the chat."
+        )
+
     def who_may_terminate(self) -> str | None:
         """Who may press Terminate now, in words (None: nobody — a group or a channel without
         TELEGRAM_ALLOWED_USERS), for `reaper serve`'s start line and a refused press."""

@@ -803,22 +803,6 @@ REFUSED_UNKNOWN = "This action is unknown, used or expired."
 REFUSED_CHAT = "Refused: this press did not come from the configured chat."
 
 
-def refused_presser(user_id: int | None, allowed: str | None) -> str:
-    """A "Terminate now" press from a member who may not terminate (the press does nothing).
-    `allowed`: who may (None: nobody, a group or channel without TELEGRAM_ALLOWED_USERS)."""
-    user = f"user {user_id}" if user_id is not None else "an unknown user"
-    who = (
-        allowed
-        if allowed is not None
-        else "TELEGRAM_ALLOWED_USERS, which is not set (in a group or a channel any member could"
-        " press)"
-    )
-    return (
-        f"Refused: Terminate now counts only from {who}; this press came from {user}."
-        " Keep and Mute count from anyone in the chat."
-    )
-
-
 def refused_used(at: datetime) -> str:
     return f"Already used ({weekday_time(at)}): nothing done."
 

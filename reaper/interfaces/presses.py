@@ -102,9 +102,7 @@ def _refusal(grant: ActionGrant, press: Press, ctx: ActContext) -> str | None:
     settings = telegram_settings(ctx)
     if not _terminates(grant) or (settings is not None and settings.may_terminate(press.user_id)):
         return None
-    text = messages.refused_presser(
-        press.user_id, settings.who_may_terminate() if settings is not None else None
-    )
+    text = settings.refusal(press.user_id) if settings is not None else messages.REFUSED_UNKNOWN
     log.event("telegram_press", result="refused", reason="user may not terminate")
     action = grant.choices[0]
     ctx.store.record_action(
