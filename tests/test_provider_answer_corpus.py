@@ -182,3 +182,26 @@ def test_the_only_instance_is_confirmed_gone_only_by_a_gone_answer(
         assert report.exit_code == (0 if gone else 1)
         assert ("termination_unconfirmed" in events(w.notifier)) is not gone
         assert ("terminated" in events(w.notifier)) is gone
+
+
+GONE = [p for p in SHOWS if load(p)["expect"]["reading"] == "gone"]
+
+
+@pytest.mark.parametrize("path", GONE, ids=lambda p: f"{p.parent.name}/{p.stem}")
+def test_a_fresh_read_that_answers_gone_deletes_nothing(tmp_path: Path, path: Path) -> None:
+    """Right before a delete, an instance its own endpoint shows gone is not there: nothing is
+    deleted on the listing's older word (read one by one when the listing ignores its id
+    filter)."""
+    data = load(path)
+    with world(tmp_path, start=AFTER_THE_CORPUS) as w:
+        instance = str(w.vast.add_instance_json(shown_instance()))
+        w.vast.add_instance(actual_status="running")  # shows that the filter is ignored
+        w.reach_deadline()
+        w.vast.ignore_filters = True
+        w.vast.answer_as("show", response_of(data["answer"]))
+        report = w.run()
+        assert [r.kind for r in w.vast.requests if r.kind == "show"]
+        assert w.vast.mutations == []
+        [action] = report.actions
+        assert (action.id, action.action, action.done) == (instance, "hold", False)
+        assert "not in the fresh reading" in action.reason
