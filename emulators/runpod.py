@@ -7,7 +7,14 @@ Where it follows real answers rather than the copied spec (each named at its pla
   independent v2 clients page this way; the spec shows no paging);
 - an EXITED pod keeps its `cost` (the GPU price, not what it bills; client fixtures of v2);
 - RUNNING comes before the container is up: `runtime` stays null until then (runpodctl's
-  pod-state code, dstack's RunPod backend).
+  pod-state code, dstack's RunPod backend); a PROVISIONING pod answers `runtime: {}`
+  (issue 26's study of 2026 answers; the spec's `PodRuntime` has no required field);
+- a pod that stops keeps its last `runtime` telemetry for a while (runpod/runpodctl PR #315:
+  "an EXITED pod kept reporting stale runtime ports"; `stale_runtime`);
+- a key that resolves to no account answers GraphQL 200 `{"data": {"myself": null}}`
+  (runpod/runpodctl issue #46, runpod/runpod-mcp's credential check; `graphql_myself_null`);
+- problem bodies come without `title`, or with `detail` alone (runpod/runpod-mcp's HTTP client
+  tests), or with the spec's `errors[]` (`problem_shape`).
 
 Routes (under `/v2`, so `rest_url` is what `RUNPOD_API_URL` points at): `GET /pods`
 (`includeClusterPods`), `GET|DELETE /pods/{id}`, `GET /network-volumes`, `GET /serverless`;
@@ -26,7 +33,7 @@ import re
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, replace
 from datetime import datetime, timedelta
-from typing import Any
+from typing import Any, Literal
 
 from emulators.server import (
     EmulatorServer,
@@ -38,6 +45,9 @@ from emulators.server import (
 )
 
 _POD_PATH = re.compile(r"^/v2/pods/([^/]+)$")
+# "spec": `{title, status, detail}`; "no_title": `{status, detail}`; "detail_only": `{detail}`
+# (both in runpod/runpod-mcp's HTTP client tests); "errors": the spec's `errors[]` beside them.
+ProblemShape = Literal["spec", "no_title", "detail_only", "errors"]
 
 
 def _encode_cursor(account: str, offset: int) -> str:
@@ -104,6 +114,12 @@ class RunPodEmulator(EmulatorServer[str, _Pod]):
         )
         # A status code (404, 410) makes the GraphQL endpoint answer as retired.
         self.graphql_retired: int | None = None
+        # True: GraphQL answers every key `{"data": {"myself": null}}` (a key of no account).
+        self.graphql_myself_null = False
+        # The shape of problem bodies (see `_problem`): the spec's, or one seen live.
+        self.problem_shape: ProblemShape = "spec"
+        # True: a pod that stops keeps the `runtime` it had while RUNNING.
+        self.stale_runtime = True
         # Pods per page of `GET /pods` (the live API's maximum is said to be 1000); tests make
         # it small to list several pages. None answers the spec's unpaged shape.
         self.page_size: int | None = 1000
@@ -336,7 +352,8 @@ class RunPodEmulator(EmulatorServer[str, _Pod]):
         # The spec says 0.0 when EXITED; v2 client fixtures show the GPU price kept there (not
         # what a stopped pod bills). TERMINATED is 0.0 in both.
         data["cost"] = 0.0 if status == "TERMINATED" else pod.running_cost
-        data["runtime"] = None
+        stale = data.get("runtime") if status == "EXITED" and self.stale_runtime else None
+        data["runtime"] = {} if status == "PROVISIONING" else stale
         if running and pod.container_up:
             data["runtime"] = {
                 "uptime": 3600,
@@ -614,6 +631,8 @@ class RunPodEmulator(EmulatorServer[str, _Pod]):
             )
         if request.method != "POST":
             return Response.json(405, {"errors": [{"message": "POST a query"}]})
+        if self.graphql_myself_null:
+            return Response.json(200, {"data": {"myself": None}})
         try:
             query = str((request.json() or {}).get("query", ""))
         except (ValueError, AttributeError):
@@ -651,8 +670,23 @@ class RunPodEmulator(EmulatorServer[str, _Pod]):
     def error(self, request: Request, status: int, detail: str) -> Response:
         if request.kind == "balance":
             return Response.json(status, {"errors": [{"message": detail}]})
-        problem = {"title": status_title(status), "status": status, "detail": detail}
-        return Response.json(status, problem, content_type="application/problem+json")
+        return Response.json(
+            status, self._problem(status, detail), content_type="application/problem+json"
+        )
+
+    def _problem(self, status: int, detail: str) -> dict[str, Any]:
+        if self.problem_shape == "detail_only":
+            return {"detail": detail}
+        problem: dict[str, Any] = {
+            "title": status_title(status),
+            "status": status,
+            "detail": detail,
+        }
+        if self.problem_shape == "no_title":
+            del problem["title"]
+        elif self.problem_shape == "errors":
+            problem["errors"] = [f"$: {detail}"]
+        return problem
 
     def unauthorized(self, request: Request) -> Response:
         has_token = request.headers.get("authorization", "").lower().startswith("bearer ")

@@ -222,6 +222,8 @@ class EmulatorServer(Generic[IdT, EntryT]):
         self._now = now or (lambda: datetime.now(UTC))
         self._entries: dict[IdT, EntryT] = {}
         self._raw: list[tuple[str, Any]] = []
+        # Canned answers by (kind, account): see `answer_as`.
+        self._canned: dict[tuple[str, str | None], Response] = {}
 
     # ---- lifecycle -------------------------------------------------------------------------
 
@@ -346,10 +348,23 @@ class EmulatorServer(Generic[IdT, EntryT]):
         elif mode != "refuse" and previous == "refuse":
             self.start()
 
+    def answer_as(
+        self, kind: str, response: Response | None, *, account: str | None = None
+    ) -> None:
+        """From now on every authenticated call of `kind` ("*": every kind) by `account` (None:
+        by any account) answers `response` exactly, until set to None: an answer a live API was
+        seen giving, which no fleet knob produces (`tests/corpus/answers/`)."""
+        with self.lock:
+            if response is None:
+                self._canned.pop((kind, account), None)
+            else:
+                self._canned[(kind, account)] = response
+
     def clear_faults(self) -> None:
         with self.lock:
             self._faults.clear()
             self._hooks.clear()
+            self._canned.clear()
 
     def _add(self, fault: _Fault) -> None:
         with self.lock:
@@ -524,9 +539,17 @@ class EmulatorServer(Generic[IdT, EntryT]):
         if quota_wait is not None:
             return self.rate_limited(request, quota_wait)
         with self.lock:
-            response = self.dispatch(request)
+            canned = self._canned_for(request.kind, request.account)
+            response = canned if canned is not None else self.dispatch(request)
         response.headers.update(self.extra_headers(request))
         return response
+
+    def _canned_for(self, kind: str, account: str) -> Response | None:
+        for key in ((kind, account), (ANY, account), (kind, None), (ANY, None)):
+            canned = self._canned.get(key)
+            if canned is not None:
+                return replace(canned, headers=dict(canned.headers))
+        return None
 
     def _take_fault(self, kind: str, page: int | None) -> _Fault | None:
         for fault in self._faults:

@@ -1,11 +1,13 @@
 """A Vast.ai emulator that answers as Vast's published API specs say — and, where the live API
 is known to answer otherwise, as it does: abandoned starts (`loading` while intended
 `stopped`, vast-cli's self-test), `scheduling` with its message (clients' fixtures), a destroyed
-instance lingering as `cur_state: unloaded` (Vast's docs), image-pull failures in `status_msg`.
+instance lingering as `cur_state: unloaded` (Vast's docs), image-pull failures in `status_msg`,
+and the answers of 2026 named at their place: an instance that is gone read by its own endpoint,
+a wrong key answering 404, the retired v0 list.
 
 Routes: `GET /api/v1/instances/` (keyset pages of at most 25, opaque `next_token`, an invalid
-`after_token` answers 400 `invalid_token`), `GET /api/v0/instances/` (410: the v0 list is
-retired, outside the specs), `GET|PUT|DELETE /api/v0/instances/{id}/`,
+`after_token` answers 400 `invalid_token`), `GET /api/v0/instances/` (410 `deprecated_endpoint`:
+the v0 list is retired, outside the specs), `GET|PUT|DELETE /api/v0/instances/{id}/`,
 `GET /api/v0/users/current/`, `GET /api/v0/volumes/`. Errors are `{success, error, msg}`;
 429 has no `Retry-After` and, as Vast's rate-limit docs say, a plain-text body by default
 ("API requests too frequent"), or the endpoint spec's JSON when `rate_limit_body="json"`.
@@ -27,14 +29,25 @@ from emulators.server import EmulatorServer, FleetEntry, Request, Response
 _INSTANCE_PATH = re.compile(r"^/api/v0/instances/([^/]+)/?$")
 _THRESHOLDS = {"list": 1.0, "show": 2.0, "delete": 3.0, "volumes": 5.5}
 PAGE_MAX = 25
+# What `GET /api/v0/instances/{id}/` answers for an instance that is not there (destroyed,
+# another account's, never made): 200 `{"instances": null}` (vast-ai/vast-cli PR #405: `vastai
+# --raw show instance <destroyed id>` printed it), 200 `{"instances": []}` (Max19970/easy-server
+# issue #125 reads both as gone), or the 404 `not_found` of the older answers.
+GoneAnswer = Literal["null", "[]", "404"]
+# The error answers Vast has been seen giving, which `misbehave` makes an account get.
+Misbehaviour = Literal["rate_limited", "refused", "retired", "success_false"]
 
 
 class VastEmulator(EmulatorServer[int, FleetEntry]):
     """Control API: `add_instance`, `set_status`, `modify_instance`, `add_raw_instance`,
     `remove_instance`, `fail_page`, `add_volume`, `set_user`, plus the shared knobs.
 
-    `bad_key_mode="404"`: a wrong key answers 404 with an `error` that is not `not_found`
-    (Vast has been seen doing so for bad keys and expired sessions). `delete_linger_reads`: a
+    `bad_key_mode="404"`: a wrong key answers 404 `auth_error`, not `not_found`
+    (jhammant/AIonDemandCluster PR #1: "a wrong key currently comes back as HTTP 404 with this
+    body"). `gone_answer`: what the one-instance endpoint answers for an instance that is not
+    there (see `GoneAnswer`). `show_as_list`: it shows a live instance as a one-element list,
+    as some live answers do (a Vast template test launcher, code index id 55051829602).
+    `misbehave`: an account's calls get one of Vast's error answers. `delete_linger_reads`: a
     destroyed instance stays listed (`cur_state` unloaded, `actual_status` null) for that
     many reads, then disappears. `delete_never_confirms`: DELETE answers success, the instance
     stays listed as stopped. `ignore_filters`: the listing answers every instance whatever
@@ -50,6 +63,8 @@ class VastEmulator(EmulatorServer[int, FleetEntry]):
         *,
         bad_key_mode: Literal["401", "404"] = "401",
         rate_limit_body: Literal["text", "json"] = "text",
+        gone_answer: GoneAnswer = "null",
+        show_as_list: bool = False,
         delete_linger_reads: int = 0,
         delete_never_confirms: bool = False,
         now: Callable[[], datetime] | None = None,
@@ -66,6 +81,8 @@ class VastEmulator(EmulatorServer[int, FleetEntry]):
         )
         self.bad_key_mode = bad_key_mode
         self.rate_limit_body = rate_limit_body
+        self.gone_answer: GoneAnswer = gone_answer
+        self.show_as_list = show_as_list
         self._volumes: dict[str, list[dict[str, Any]]] = {}
         self._users: dict[str, dict[str, Any]] = {}
         self._ids = itertools.count(1000)
@@ -226,6 +243,19 @@ class VastEmulator(EmulatorServer[int, FleetEntry]):
     def instance_ids(self, account: str | None = None) -> list[int]:
         return sorted(self.entry_ids(account))
 
+    def misbehave(
+        self, answer: Misbehaviour | None, *, account: str | None = None, kind: str = "*"
+    ) -> None:
+        """From now on every call of `kind` ("*": all) by `account` (None: any) gets one of the
+        error answers Vast has been seen giving, until set to None:
+        "rate_limited": 429 with the plain text "API requests too frequent" and no
+        `Retry-After` (Vast's rate-limit docs); "refused": 404 `auth_error` (a wrong or revoked
+        key, jhammant/AIonDemandCluster PR #1); "retired": 410 `deprecated_endpoint`, as the v0
+        list answers (skypilot-org/skypilot issue #10517); "success_false": 200 with Vast's
+        error shape `{success: false, error, msg}` (its rate-limits-and-errors docs)."""
+        response = None if answer is None else _misbehaviour(answer, kind)
+        self.answer_as(kind, response, account=account)
+
     def fail_page(self, page: int, status: int = 500, count: int = 1) -> None:
         """Page `page` (1 = the first, without `after_token`) of a listing answers `status`."""
         self.fail_next("list", status, count, page=page)
@@ -348,9 +378,7 @@ class VastEmulator(EmulatorServer[int, FleetEntry]):
         if kind == "list" and method == "GET":
             return self._list(request, account)
         if kind == "list_v0":
-            return Response.json(
-                410, {"success": False, "error": "gone", "msg": "use /api/v1/instances/"}
-            )
+            return _retired("/api/v0/instances/", "/api/v1/instances/")
         if kind in ("show", "delete", "stop"):
             return self._one(request, account)
         if kind == "balance" and method == "GET":
@@ -436,12 +464,15 @@ class VastEmulator(EmulatorServer[int, FleetEntry]):
                 400, {"success": False, "error": "invalid_args", "msg": "invalid instance_id"}
             )
         inst = self._owned(account, int(raw_id))
+        if inst is None and request.kind == "show" and self.gone_answer != "404":
+            return Response.json(200, {"instances": None if self.gone_answer == "null" else []})
         if inst is None:
             return Response.json(
                 404, {"success": False, "error": "not_found", "msg": "Instance not found"}
             )
         if request.kind == "show":
-            return Response.json(200, {"instances": dict(inst.data)})
+            shown = dict(inst.data)
+            return Response.json(200, {"instances": [shown] if self.show_as_list else shown})
         if request.kind == "stop":
             self._stopped(inst)
             return Response.json(200, {"success": True})
@@ -475,9 +506,7 @@ class VastEmulator(EmulatorServer[int, FleetEntry]):
     def unauthorized(self, request: Request) -> Response:
         if self.bad_key_mode == "404":
             # Not `not_found`: the client must not read this as "the instance is gone".
-            return Response.json(
-                404, {"success": False, "error": "invalid_user", "msg": "user not found"}
-            )
+            return _refused()
         if request.kind == "volumes":
             return Response.json(401, {"detail": "Authentication credentials were not provided."})
         return Response.json(
@@ -497,6 +526,32 @@ class VastEmulator(EmulatorServer[int, FleetEntry]):
                 429, {"success": False, "error": "rate_limit_exceeded", "msg": message}
             )
         return Response.json(429, {"detail": message})
+
+
+def _refused() -> Response:
+    """A wrong or revoked key as Vast has been seen answering it: 404 with `auth_error`
+    (jhammant/AIonDemandCluster PR #1; the body is the spec's 401 example)."""
+    return Response.json(404, {"success": False, "error": "auth_error", "msg": "Invalid user key"})
+
+
+def _retired(path: str, instead: str = "") -> Response:
+    """An endpoint Vast has retired, as its v0 instance list answers since 2026
+    (skypilot-org/skypilot issue #10517, swm-gpu/swm issue #13)."""
+    message = f"{path} is deprecated." + (f" Use {instead} instead." if instead else "")
+    return Response.json(410, {"success": False, "error": "deprecated_endpoint", "msg": message})
+
+
+def _misbehaviour(answer: Misbehaviour, kind: str) -> Response:
+    """The answer `VastEmulator.misbehave` gives (see there for the sources)."""
+    if answer == "rate_limited":
+        threshold = _THRESHOLDS.get(kind)
+        suffix = f": endpoint threshold={threshold}" if threshold is not None else ""
+        return Response.text(429, f"API requests too frequent{suffix}")
+    if answer == "refused":
+        return _refused()
+    if answer == "retired":
+        return _retired("/api/v1/instances/" if kind == "list" else "this endpoint")
+    return Response.json(200, {"success": False, "error": "invalid_args", "msg": "invalid request"})
 
 
 # Computed columns the spec says cannot be filtered (400).

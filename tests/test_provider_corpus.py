@@ -86,6 +86,8 @@ def test_each_object_reads_as_its_sources_show(tmp_path: Path, path: Path) -> No
             assert not any(k in obj for k in ("storage_total_cost", "storage_cost", "mounts"))
         else:
             assert got_bill == wanted_bill, (data["what"], inst.cost_per_hour)
+        if "gpu_util" in expect:
+            assert inst.gpu_util == expect["gpu_util"], data["what"]
         # No secret that rides along in the object reaches what reaper keeps of it.
         assert "<redacted>" not in inst.model_dump_json()
 

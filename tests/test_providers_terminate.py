@@ -100,9 +100,20 @@ def test_vast_destroy_is_idempotent() -> None:
 def test_vast_404_that_is_an_auth_error_is_a_provider_error_not_not_found() -> None:
     with VastEmulator({"main": VAST_KEY}, bad_key_mode="404") as server:
         instance_id = server.add_instance(actual_status="stopped")
-        with pytest.raises(ProviderError, match="not `not_found`") as caught:
+        with pytest.raises(ProviderError, match="check VAST_API_KEY") as caught:
             on_vast(server, "vast-expired-key", lambda c: c.terminate(str(instance_id)), FAST)
         assert server.instance(instance_id) is not None
+    assert "HTTP 404 (auth_error: Invalid user key)" in caught.value.message
+
+
+def test_vast_404_with_another_error_is_not_not_found_either() -> None:
+    from emulators.server import Response
+
+    with VastEmulator({"main": VAST_KEY}) as server:
+        instance_id = server.add_instance(actual_status="stopped")
+        server.answer_as("delete", Response.json(404, {"success": False, "error": "invalid_user"}))
+        with pytest.raises(ProviderError, match="not `not_found`") as caught:
+            on_vast(server, VAST_KEY, lambda c: c.terminate(str(instance_id)), FAST)
     assert "invalid_user" in caught.value.message
 
 

@@ -171,12 +171,17 @@ def parse_retry_after(value: str | None, now: datetime | None = None) -> float |
 
 
 def summarise_error(body: bytes) -> str:
-    """A one-line reason from an error body, whichever provider shape it has, uncut.
+    """A one-line reason from an error body, whichever provider shape it has, uncut: the
+    provider's error code, if any, then the most specific words present.
 
-    RunPod errors are RFC 9457 `{title, status, detail}`; Vast's are `{success, error, msg}`,
-    sometimes `{detail}` or plain text ("API requests too frequent"). It is not shortened
-    here: a key the provider echoes must be scrubbed whole first (`Requester.reason`), or a cut
-    through the key would leave its prefix unmatched.
+    RunPod's v2 errors are RFC 9457 problems `{title, status, detail, errors[]}`, but live
+    answers come without `title` or with `detail` alone (runpod/runpod-mcp's tests); `errors[]`
+    (strings, or GraphQL's `{message}` objects) names each failure, `detail` this occurrence,
+    `title` only the kind of problem: the first of those present is the reason. Vast's are
+    `{success, error, msg}`, sometimes without `success` or `error`, with `message` or `detail`
+    instead, or plain text ("API requests too frequent", Vast's rate-limit docs). It is not
+    shortened here: a key the provider echoes must be scrubbed whole first
+    (`Requester.reason`), or a cut through the key would leave its prefix unmatched.
     """
     text = body.decode("utf-8", "replace").strip()
     try:
@@ -184,9 +189,19 @@ def summarise_error(body: bytes) -> str:
     except ValueError:
         data = None
     if isinstance(data, dict):
-        parts = [
-            str(data[k]) for k in ("title", "error", "detail", "msg", "message") if data.get(k)
+        code, listed = data.get("error"), data.get("errors")
+        failures = listed if isinstance(listed, list) else []
+        tiers = [
+            [f.get("message") or f.get("detail") if isinstance(f, dict) else f for f in failures],
+            [data.get(k) for k in ("detail", "msg", "message")],
+            [data.get("title")],
         ]
+        parts = [code] if isinstance(code, str) and code.strip() else []
+        for tier in tiers:
+            words = dict.fromkeys(w.strip() for w in tier if isinstance(w, str) and w.strip())
+            if words:
+                parts.append("; ".join(words))
+                break
         if parts:
             text = ": ".join(parts)
     return " ".join(text.split())

@@ -57,13 +57,14 @@ def canonical_id(text: str) -> str | None:
 
 
 def fetch_note(account: str, what: str) -> tuple[str, str] | None:
-    """The balance comes from GraphQL, which RunPod retires in early 2027."""
+    """The balance comes from GraphQL, which RunPod retires in early 2027 (it then answers 410
+    Gone: the reason in the alert says so)."""
     if what != "balance":
         return None
     return (
         f"RunPod {account}: balance unreadable (GraphQL)",
-        "Reaping is unaffected; the low-balance alert is off for this account until GraphQL"
-        " answers (RunPod retires it in early 2027).",
+        "Reaping and every other guard go on; the low-balance and runway alerts are off for"
+        " this account while its balance cannot be read (RunPod retires GraphQL in early 2027).",
     )
 
 

@@ -10,14 +10,19 @@ detail}`) and from what the live API answers beyond it, as public clients show:
   says there is more without a way to get it is an incomplete listing, never page one taken
   as the fleet;
 - `cost` stays the GPU price on an EXITED pod (what it bills is its volume disk);
-- RUNNING arrives before the container is up (`runtime: null`);
+- RUNNING arrives before the container is up (`runtime: null`, or `{}`; a PROVISIONING pod
+  answers `runtime: {}` too), and an EXITED pod keeps stale `runtime` telemetry for a while
+  (runpodctl PR #315): the status decides the state, and telemetry is read only from a
+  RUNNING pod;
+- error bodies come without `title`, with `detail` alone, or with `errors[]` (the reason shown
+  is the most specific, `http.summarise_error`);
 - a terminate can leave a pod EXITED with v1's marker (`lastStatusChange: "Terminated by
   user: ..."`, `desiredStatus`) before it disappears (runpodctl's pod-state tests): such a
   pod is terminated, not stopped.
 
-REST v1 is retired and GraphQL retires in early 2027, so GraphQL is used for nothing but
-`myself { clientBalance currentSpendPerHr spendLimit }` and its failure is the caller's
-warning, never a failed reap.
+REST v1 is retired and GraphQL retires in early 2027 (410 Gone), so GraphQL is used for
+nothing but `myself { clientBalance currentSpendPerHr spendLimit }` and its failure is the
+caller's warning, never a failed reap.
 """
 
 from __future__ import annotations
@@ -52,7 +57,7 @@ from reaper.providers.parsing import (
     raw_status,
     read_tolerantly,
 )
-from reaper.providers.runpod import LABEL, NAME, RunPodSettings, valid_pod_id
+from reaper.providers.runpod import KEY_VARIABLE, LABEL, NAME, RunPodSettings, valid_pod_id
 
 # PodStatus enum of the spec. Exact, case-sensitive matches only: anything else (ERROR, a new
 # value, null, a missing field) is "unknown" and never reaped.
@@ -94,7 +99,14 @@ class _GpuUtil(RawModel):
 
 
 class _Runtime(RawModel):
+    """`runtime`: only `gpus` is read; the other telemetry fields are taken as they come, to
+    tell a runtime that carries telemetry from an empty one (`_telemetry`)."""
+
     gpus: list[_GpuUtil] | None = None
+    uptime: Any = None
+    cpu: Any = None
+    memory: Any = None
+    ports: Any = None
 
 
 class _Persistent(RawModel):
@@ -194,7 +206,7 @@ def parse_pod(raw: object, account: str, position: int = 0) -> Instance:
         cost_per_hour=finite(_cost_per_hour(pod, state)),
         locked=bool(pod.locked),
         cluster_id=_cluster_id(pod.cluster, raw.get("cluster")),
-        gpu_util=finite(_gpu_util(pod.runtime)),
+        gpu_util=finite(_gpu_util(pod.runtime)) if state == "running" else None,
         created_at=parse_time(pod.createdAt),
         started_at=parse_time(pod.startedAt),
         container_disk_gb=pod.disk,
@@ -232,7 +244,7 @@ def _stalled(pod: RawPod, state: State) -> str | None:
     REAPER_STUCK_AFTER (users have paid for hours of pods that never started)."""
     if pod.status in ("PROVISIONING", "STARTING"):
         return f"{pod.status.lower()}, never became RUNNING"
-    if pod.status == "RUNNING" and pod.runtime is None and state == "running":
+    if pod.status == "RUNNING" and not _telemetry(pod.runtime) and state == "running":
         return "RUNNING, but its container never came up (no runtime)"
     if pod.status == "ERROR":
         return "in ERROR"
@@ -270,6 +282,12 @@ def _cost_per_hour(pod: RawPod, state: State) -> float | None:
             return None
         return size * STOPPED_VOLUME_USD_PER_GB_MONTH / HOURS_PER_MONTH
     return None
+
+
+def _telemetry(runtime: _Runtime | None) -> bool:
+    """Whether `runtime` carries any telemetry: null and `{}` (what a pod answers before its
+    container is up) carry none."""
+    return runtime is not None and bool(runtime.model_dump(exclude_none=True))
 
 
 def _gpu_util(runtime: _Runtime | None) -> float | None:
@@ -467,17 +485,34 @@ class RunPodClient:
         return url
 
     async def balance(self) -> Balance:
-        """The account balance via GraphQL (the REST v2 spec has no balance endpoint)."""
+        """The account balance via GraphQL (the REST v2 spec has no balance endpoint).
+
+        Every answer that shows no account is an error, never a balance of zero: `errors`
+        (a resolver failure answers `myself: null` beside them), a bare `myself: null` (what
+        RunPod answers a key that resolves to no account: runpod/runpodctl issue #46,
+        runpod/runpod-mcp's credential check), and 410 Gone (GraphQL retired: the balance can
+        no longer be read this way)."""
+        what = "reading the balance (GraphQL)"
         reply = await self.http.request(
             "POST", self.graphql_url, json_body={"query": BALANCE_QUERY}
         )
+        if reply.status == 410:
+            raise self.http.failure(
+                reply, f"{what}: RunPod has retired GraphQL, so the balance is no longer readable"
+            )
         if reply.status != 200:
-            raise self.http.failure(reply, "reading the balance (GraphQL)")
-        body = json_object(self.http, reply, "reading the balance (GraphQL)")
+            raise self.http.failure(reply, what)
+        body = json_object(self.http, reply, what)
         data = body.get("data")
         myself = data.get("myself") if isinstance(data, dict) else None
-        if body.get("errors") or not isinstance(myself, dict):
-            raise self.http.error("reading the balance (GraphQL): the answer has no `myself`")
+        if body.get("errors"):
+            raise self.http.error(f"{what}: {self.http.reason(reply.body)}")
+        if isinstance(data, dict) and "myself" in data and myself is None:
+            raise self.http.error(
+                f"{what}: the key belongs to no account (`myself` is null): check {KEY_VARIABLE}"
+            )
+        if not isinstance(myself, dict):
+            raise self.http.error(f"{what}: the answer has no `myself`")
         return Balance(
             provider=NAME,
             account=self.account,

@@ -3,8 +3,14 @@
 Built from Vast's published API specs: `GET /api/v1/instances/` pages by keyset (`limit` at
 most 25, `after_token` = the previous page's opaque `next_token`, null at the end);
 `DELETE /api/v0/instances/{id}/` answers `{"success": true}` or 404 `{"error": "not_found"}`.
-Vast sends no `Retry-After` on 429 (its rate-limit docs): the request layer's backoff and
-adaptive concurrency do the pacing.
+Vast sends no `Retry-After` on 429, and its body is often plain text (its rate-limit docs): the
+request layer's backoff and adaptive concurrency do the pacing.
+
+What the live API answers beyond the specs (public clients and their issue threads): the
+one-instance endpoint answers 200 `{"instances": null}` or `[]` once an instance is gone (see
+`lookup`); a wrong key has been seen answering 404 `auth_error`; the v0 list answers 410
+`deprecated_endpoint`; `{success: false, error, msg}` may come with a 200. Each error names its
+cause first (`_cause`): a refused key, a retired endpoint, a rate limit.
 
 How a state is read (`read_state`), from the specs and from what Vast's own CLI tests and
 public clients (vast-cli, SkyPilot, dstack) show the live API answering:
@@ -37,8 +43,13 @@ from pydantic import StrictInt, StrictStr
 from reaper import log
 from reaper.config import Account, ProviderSettings
 from reaper.core.models import Balance, BilledDay, Instance, ProviderName, State, Volume
-from reaper.providers.base import UNREADABLE_ID_PREFIX, TerminateOutcome
-from reaper.providers.http import HttpOptions, Requester, json_object, read_each
+from reaper.providers.base import (
+    UNREADABLE_ID_PREFIX,
+    ProviderError,
+    StaleReading,
+    TerminateOutcome,
+)
+from reaper.providers.http import HttpOptions, Reply, Requester, json_object, read_each
 from reaper.providers.parsing import (
     CleanStr,
     RawModel,
@@ -51,7 +62,7 @@ from reaper.providers.parsing import (
     raw_status,
     read_tolerantly,
 )
-from reaper.providers.vast import LABEL, NAME, VastSettings, canonical_id
+from reaper.providers.vast import KEY_VARIABLE, LABEL, NAME, VastSettings, canonical_id
 
 PAGE_SIZE = 25
 # 25 000 instances: far past any real account; a guard against a server that never ends.
@@ -314,15 +325,15 @@ class VastClient:
                 params["select_filters"] = json.dumps({"id": {"in": [int(n) for n in wanted]}})
             if token is not None:
                 params["after_token"] = token
-            reply = await self.http.request(
-                "GET", f"{self.base_url}/api/v1/instances/", params=params
-            )
             what = f"listing instances (page {page})"
+            reply = await self._send(
+                what, "GET", f"{self.base_url}/api/v1/instances/", params=params
+            )
             if reply.status != 200:
-                raise self.http.failure(reply, what)
-            body = json_object(self.http, reply, what)
+                raise self._failure(reply, what)
+            body = self._succeeded(reply, what)
             items = body.get("instances")
-            if not isinstance(items, list) or body.get("success") is False:
+            if not isinstance(items, list):
                 raise self.http.error(f"{what}: the answer has no `instances` list")
             for raw in items:
                 instance = parse_instance(raw, self.account, len(listed))
@@ -381,22 +392,22 @@ class VastClient:
         A bad key or an expired session has been seen answering 404 too (outside the specs),
         so any other 404 is an error, never "already gone".
         """
+        what = f"destroying instance {instance_id}"
         url = self._instance_url(instance_id, "destroy")
-        reply = await self.http.request("DELETE", url, not_after=not_after, before_send=before_send)
+        reply = await self._send(what, "DELETE", url, not_after=not_after, before_send=before_send)
         if reply.status == 200:
-            body = json_object(self.http, reply, f"destroying instance {instance_id}")
-            if body.get("success") is True:
+            if self._succeeded(reply, what).get("success") is True:
                 return "deleted"
-            raise self.http.failure(reply, f"destroying instance {instance_id} (success false)")
+            raise self.http.failure(reply, f"{what} (no `success: true`)")
         if reply.status == 404 and _error_field(reply.body) == "not_found":
             return "not_found"
-        if reply.status == 404:
+        if reply.status == 404 and _cause(reply) is None:
             raise self.http.failure(
                 reply,
-                f"destroying instance {instance_id}: a 404 that is not `not_found` "
+                f"{what}: a 404 that is not `not_found` "
                 "(an auth or session error, not proof the instance is gone)",
             )
-        raise self.http.failure(reply, f"destroying instance {instance_id}")
+        raise self._failure(reply, what)
 
     def server_time(self) -> datetime | None:
         return self.http.server_date
@@ -422,27 +433,40 @@ class VastClient:
         return {i: listed.get(i) for i in wanted}
 
     async def lookup(self, instance_id: str) -> Instance | None:
-        """`GET /api/v0/instances/{id}/` (`{"instances": {...}}`). Only a 404 whose `error` is
-        `not_found` says it does not exist; any other answer that shows no instance is an
-        error, never "gone"."""
+        """`GET /api/v0/instances/{id}/`: `{"instances": {...}}` (the spec) or a one-element
+        list of it (seen live) is that instance. Once the instance is gone Vast answers 200
+        `{"instances": null}` (vast-ai/vast-cli PR #405) or `[]` (Max19970/easy-server issue
+        #125), not 404: that is "not there", like a 404 whose `error` is `not_found`. Anything
+        else (two instances, another instance, no `instances` key, `success: false`, any other
+        404) is an error, never "gone"."""
         what = f"reading instance {instance_id}"
-        reply = await self.http.request("GET", self._instance_url(instance_id, "read"))
+        reply = await self._send(what, "GET", self._instance_url(instance_id, "read"))
         if reply.status == 404 and _error_field(reply.body) == "not_found":
             return None
         if reply.status != 200:
-            raise self.http.failure(reply, what)
-        body = json_object(self.http, reply, what)
-        raw = body.get("instances")
+            raise self._failure(reply, what)
+        body = self._succeeded(reply, what)
+        if "instances" not in body:
+            raise self.http.error(f"{what}: the answer has no `instances`")
+        raw = body["instances"]
+        if raw is None or raw == []:
+            return None
+        if isinstance(raw, list) and len(raw) == 1:
+            raw = raw[0]
         if not isinstance(raw, dict):
-            raise self.http.error(f"{what}: the answer holds no instance object")
-        return parse_instance(raw, self.account)
+            raise self.http.error(f"{what}: the answer holds no single instance object")
+        found = parse_instance(raw, self.account)
+        if found.id != instance_id:
+            raise self.http.error(f"{what}: the answer shows another instance ({found.id})")
+        return found
 
     async def balance(self) -> Balance:
         """`credit` (the docs' "available balance") when present, else the spec's `balance`."""
-        reply = await self.http.request("GET", f"{self.base_url}/api/v0/users/current/")
+        what = "reading the balance"
+        reply = await self._send(what, "GET", f"{self.base_url}/api/v0/users/current/")
         if reply.status != 200:
-            raise self.http.failure(reply, "reading the balance")
-        body = json_object(self.http, reply, "reading the balance")
+            raise self._failure(reply, what)
+        body = self._succeeded(reply, what)
         amount = as_number(body.get("credit"))
         if amount is None:
             amount = as_number(body.get("balance"))
@@ -465,12 +489,13 @@ class VastClient:
         is missing). `storage_total_cost` is read as $/h like the instance field of that name
         (the volume spec only says "total cost for storage"), × 720 for a month.
         """
-        reply = await self.http.request(
-            "GET", f"{self.base_url}/api/v0/volumes/", params={"owner": "me"}
+        what = "listing volumes"
+        reply = await self._send(
+            what, "GET", f"{self.base_url}/api/v0/volumes/", params={"owner": "me"}
         )
         if reply.status != 200:
-            raise self.http.failure(reply, "listing volumes")
-        items = json_object(self.http, reply, "listing volumes").get("volumes")
+            raise self._failure(reply, what)
+        items = self._succeeded(reply, what).get("volumes")
         if not isinstance(items, list):
             raise self.http.error("listing volumes: the answer has no `volumes` list")
         volumes = []
@@ -496,6 +521,56 @@ class VastClient:
                 )
             )
         return volumes
+
+    async def _send(self, what: str, method: str, url: str, **kwargs: Any) -> Reply:
+        """The request layer's answer; a rate limit that outlasted its retries says so first.
+
+        Vast's 429 is plain text without `Retry-After` (its rate-limit docs): the layer backs
+        off and lowers its concurrency; past its attempts the account is an error for this pass
+        and the next pass starts afresh.
+        """
+        try:
+            return await self.http.request(method, url, **kwargs)
+        except StaleReading:
+            raise
+        except ProviderError as exc:
+            if "HTTP 429" not in exc.message:
+                raise
+            raise self.http.error(
+                f"rate limited by Vast (reaper backed off; the next pass tries again): {what}: "
+                f"{exc.message}"
+            ) from None
+
+    def _failure(self, reply: Reply, what: str) -> ProviderError:
+        """The error for an answer the caller did not expect, led by its cause where Vast's
+        answer names one (see `_cause`)."""
+        failure = self.http.failure(reply, what)
+        cause = _cause(reply)
+        if cause is None:
+            return failure
+        return self.http.error(f"{cause}: {failure.message}", status=failure.status)
+
+    def _succeeded(self, reply: Reply, what: str) -> dict[str, Any]:
+        """A 200 answer's JSON object; `success: false` in it is an error with Vast's reason
+        (Vast's error shape `{success, error, msg}` can come with a 200)."""
+        body = json_object(self.http, reply, what)
+        if body.get("success") is False:
+            raise self._failure(reply, f"{what}: Vast answered `success: false`")
+        return body
+
+
+def _cause(reply: Reply) -> str | None:
+    """What an error answer says went wrong, in a user's words, when Vast's answer says it: a
+    key Vast refuses (401/403, or `auth_error` whatever the status: a wrong key has been seen
+    answering 404, jhammant/AIonDemandCluster PR #1), or an endpoint Vast has retired (410
+    `deprecated_endpoint`, as its v0 instance list answers: skypilot-org/skypilot issue
+    #10517)."""
+    code = _error_field(reply.body)
+    if reply.status in (401, 403) or code == "auth_error":
+        return f"Vast refused the key: check {KEY_VARIABLE}"
+    if reply.status == 410 or code == "deprecated_endpoint":
+        return "Vast has retired this endpoint: this reaper needs an update"
+    return None
 
 
 def _error_field(body: bytes) -> str | None:
