@@ -141,8 +141,10 @@ class Settings:
 
     @property
     def channel_hint(self) -> str:
-        """The variables that configure a channel, for "set ..." in a message."""
-        firsts = [plugin_settings(path).channel_variables for path in CHANNELS.values()]
+        """The variables that configure a channel that reaches a person, for "set ..." in a
+        message."""
+        readers = [plugin_settings(path) for path in CHANNELS.values()]
+        firsts = [r.channel_variables for r in readers if r.channel_variables]
         return ", ".join(firsts[:-1]) + " or " + firsts[-1] if len(firsts) > 1 else "".join(firsts)
 
     @property
@@ -187,7 +189,9 @@ class SettingsReader:
     read: Callable[[Env], ProviderSettings | ChannelSettings | None]
     # The variable that holds a provider's keys (empty for a channel).
     key_variable: str = ""
-    # How a channel is configured, in words ("TELEGRAM_BOT_TOKEN and TELEGRAM_CHAT_ID").
+    # How a channel that reaches a person is configured, in words ("TELEGRAM_BOT_TOKEN and
+    # TELEGRAM_CHAT_ID"); empty for one that reaches no person (a plain webhook), which no
+    # "set ..." hint names.
     channel_variables: str = ""
 
 
