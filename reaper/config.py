@@ -398,6 +398,28 @@ def parse_url_key(text: str, variable: str) -> str:
     return value
 
 
+# The HTTP API's keys are refused below this length: the ping key sits in every URL an instance
+# holds (on a third party's host), the admin key opens the status page and signs its sessions.
+KEY_MIN_LENGTH = 16
+
+
+def weak_key(settings: Settings) -> ConfigError | None:
+    """The error refusing the first of REAPER_PING_KEY and REAPER_ADMIN_KEY shorter than
+    KEY_MIN_LENGTH, or None. Only what serves HTTP asks (`reaper serve`, the Lambda HTTP
+    function): the reap and watch passes use neither key, and run whatever they are."""
+    for variable, key in (
+        ("REAPER_PING_KEY", settings.ping_key),
+        ("REAPER_ADMIN_KEY", settings.admin_key),
+    ):
+        if key is not None and len(key) < KEY_MIN_LENGTH:
+            return ConfigError(
+                variable,
+                f"expected at least {KEY_MIN_LENGTH} characters (a short key can be guessed);"
+                " make one with: openssl rand -hex 24",
+            )
+    return None
+
+
 def read_dotenv(path: Path) -> dict[str, str]:
     """A small `.env` reader: KEY=VALUE lines, `export ` prefixes, quotes, `#` comments.
 
