@@ -43,10 +43,11 @@ from reaper.interfaces.web.session import (
     admin_key_matches,
     clear_cookie,
     cookie_secure,
-    new_session,
+    end_session,
     session_of,
     set_cookie,
     spend_login_token,
+    start_session,
 )
 from reaper.interfaces.web.signin import link_page, signin_page
 from reaper.passes import keeping
@@ -138,13 +139,13 @@ def read_form(request: Request) -> dict[str, str]:
 
 
 def _session(request: Request, app: App) -> Session | None:
-    return session_of(request.headers, app.settings.admin_key, app.clock.now())
+    return session_of(request.headers, app.settings.admin_key, app.store, app.clock.now())
 
 
 def _signed_in(request: Request, app: App) -> Response:
-    """Sign the browser in: a fresh session cookie, then the status page."""
+    """Sign the browser in: a fresh session, kept in the store, its cookie, then the page."""
     assert app.settings.admin_key
-    _new, value = new_session(app.settings.admin_key, app.clock.now())
+    value = start_session(app.store, app.settings.admin_key, app.clock.now())
     secure = cookie_secure(app.settings, request.headers)
     return _see_other("/", set_cookie(value, secure=secure))
 
@@ -233,7 +234,8 @@ def _asked(request: Request, app: App) -> tuple[Session, dict[str, str]] | Respo
 
 
 async def logout(request: Request, app: App, params: Mapping[str, str]) -> Response:
-    """Clears the cookie; a signed-in browser's sign-out needs its CSRF token too."""
+    """Ends the session on the server and clears the cookie: a copy of the cookie kept
+    elsewhere opens nothing afterwards. A signed-in browser's sign-out needs its CSRF token."""
     if not app.settings.admin_key:
         return NOT_FOUND
     try:
@@ -241,8 +243,11 @@ async def logout(request: Request, app: App, params: Mapping[str, str]) -> Respo
     except BadForm as bad:
         return _line(bad.status, str(bad))
     session = _session(request, app)
-    if session is not None and not session.csrf_ok(app.settings.admin_key, form.get("csrf")):
-        return _line(403, "missing or wrong CSRF token: reload the page")
+    if session is not None:
+        if not session.csrf_ok(app.settings.admin_key, form.get("csrf")):
+            return _line(403, "missing or wrong CSRF token: reload the page")
+        end_session(app.store, session)
+        log.event("signout", client=request.client)
     return _see_other("/", clear_cookie(secure=cookie_secure(app.settings, request.headers)))
 
 
