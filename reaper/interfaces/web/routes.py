@@ -12,6 +12,8 @@ Rules, in the order they are applied:
   its /64), and per address only: a flood of wrong keys from other addresses never makes the
   owner's right key wait. A one-time sign-in link always signs in; a refused one (made up,
   used, expired) counts against its client's sign-in attempts.
+- Every POST (sign-in, sign-out and the forms) must come from the page's own origin
+  (`reaper.interfaces.web.origin`: REAPER_PUBLIC_URL's when it is set): 403 otherwise.
 - Forms: at most FORM_LIMIT bytes (413), urlencoded (415), UTF-8, each field once (400);
   every state-changing form carries the session's CSRF token (403 without it).
 Never the admin key in a page or a log line: it is compared in constant time and dropped.
@@ -35,6 +37,7 @@ from reaper.interfaces.http import NOT_FOUND, Response
 from reaper.interfaces.ratelimit import Rate, TokenBuckets, client_network, retry_after
 from reaper.interfaces.web.layout import HTML_HEADERS
 from reaper.interfaces.web.monitor_page import monitor_page, monitor_path
+from reaper.interfaces.web.origin import same_origin
 from reaper.interfaces.web.page import KEEP_FOR, MUTE_FOR, status_page
 from reaper.interfaces.web.readmodel import listed_instance, read_view
 from reaper.interfaces.web.session import (
@@ -138,6 +141,14 @@ def read_form(request: Request) -> dict[str, str]:
     return form
 
 
+def _foreign(request: Request, app: App) -> Response | None:
+    """The refusal of a POST that is not from the page's own origin, or None."""
+    if same_origin(request.headers, app.settings.public_url):
+        return None
+    log.event("origin", result="refused", client=request.client)
+    return _line(403, "refused: a POST from another site")
+
+
 def _session(request: Request, app: App) -> Session | None:
     return session_of(request.headers, app.settings.admin_key, app.store, app.clock.now())
 
@@ -168,6 +179,8 @@ async def login(request: Request, app: App, params: Mapping[str, str]) -> Respon
     """POST /login: the admin key from the form."""
     if not app.settings.admin_key:
         return NOT_FOUND
+    if (foreign := _foreign(request, app)) is not None:
+        return foreign
     wait = _signin_wait(app, request.client)
     if wait:
         return _too_many(wait, signin_page(TOO_MANY), request.client)
@@ -191,6 +204,8 @@ async def login_link(request: Request, app: App, params: Mapping[str, str]) -> R
         return NOT_FOUND
     if request.method in ("GET", "HEAD"):
         return _page(200, link_page(token))
+    if (foreign := _foreign(request, app)) is not None:
+        return foreign
     if len(request.body) > FORM_LIMIT:
         return _line(413, f"request body too large (limit {FORM_LIMIT // 1024} KB)")
     if not spend_login_token(app.store, token, app.clock.now()):
@@ -226,6 +241,8 @@ def _asked(request: Request, app: App) -> tuple[Session, dict[str, str]] | Respo
     the unknown route's when the page is off (no admin key), or the refusal."""
     if not app.settings.admin_key:
         return NOT_FOUND
+    if (foreign := _foreign(request, app)) is not None:
+        return foreign
     session, form, refused = _authorised(request, app)
     if refused is not None:
         return refused
@@ -238,6 +255,8 @@ async def logout(request: Request, app: App, params: Mapping[str, str]) -> Respo
     elsewhere opens nothing afterwards. A signed-in browser's sign-out needs its CSRF token."""
     if not app.settings.admin_key:
         return NOT_FOUND
+    if (foreign := _foreign(request, app)) is not None:
+        return foreign
     try:
         form = read_form(request)
     except BadForm as bad:
