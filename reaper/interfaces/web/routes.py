@@ -74,6 +74,7 @@ KEPT_BY = "status page"
 # many addresses lock the owner out, and the key's length (16 characters at least) is what makes
 # guessing it from many addresses hopeless.
 SIGNIN_PER_CLIENT = Rate(capacity=10, per_second=1 / 6)
+TOO_MANY = "Too many sign-in attempts from your address; try again in a minute."
 
 
 def _page(status: int, body: bytes, headers: Mapping[str, str] | None = None) -> Response:
@@ -110,9 +111,6 @@ def _signin_wait(app: App, client: str) -> float:
 def _too_many(wait: float, page: bytes, client: str) -> Response:
     log.event("signin", result="rate_limited", client=client)
     return _page(429, page, {"retry-after": retry_after(wait)})
-
-
-TOO_MANY = "Too many sign-in attempts from your address; try again in a minute."
 
 
 class BadForm(ValueError):
