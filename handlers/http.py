@@ -30,7 +30,7 @@ from handlers import runtime
 from reaper import log
 from reaper.channels.base import channels_configured
 from reaper.clock import SystemClock
-from reaper.config import ConfigError, Settings
+from reaper.config import ConfigError, Settings, weak_key
 from reaper.interfaces.http import (
     MAX_BODY,
     REQUEST_CHANNEL_OPTIONS,
@@ -179,6 +179,10 @@ def handler(event: object, context: object = None) -> dict[str, Any]:
     except ConfigError as error:
         runtime.config_error(FUNCTION, error)
         return _text(503, "service not configured; see the function's log")
+    if (weak := weak_key(settings)) is not None:
+        # Every request, as long as it lasts: an HTTP API behind a guessable key serves nothing.
+        log.event("weak_key", function=FUNCTION, variable=weak.variable, error=str(weak))
+        return _text(503, f"service refused: {weak.variable} is too short; see the function's log")
     answer = respond(request, app_for(settings))
     if not isinstance(answer, Response):
         import asyncio

@@ -147,8 +147,10 @@ class Settings:
 
     @property
     def channel_hint(self) -> str:
-        """The variables that configure a channel, for "set ..." in a message."""
-        firsts = [plugin_settings(path).channel_variables for path in CHANNELS.values()]
+        """The variables that configure a channel that reaches a person, for "set ..." in a
+        message."""
+        readers = [plugin_settings(path) for path in CHANNELS.values()]
+        firsts = [r.channel_variables for r in readers if r.channel_variables]
         return ", ".join(firsts[:-1]) + " or " + firsts[-1] if len(firsts) > 1 else "".join(firsts)
 
     @property
@@ -193,7 +195,9 @@ class SettingsReader:
     read: Callable[[Env], ProviderSettings | ChannelSettings | None]
     # The variable that holds a provider's keys (empty for a channel).
     key_variable: str = ""
-    # How a channel is configured, in words ("TELEGRAM_BOT_TOKEN and TELEGRAM_CHAT_ID").
+    # How a channel that reaches a person is configured, in words ("TELEGRAM_BOT_TOKEN and
+    # TELEGRAM_CHAT_ID"); empty for one that reaches no person (a plain webhook), which no
+    # "set ..." hint names.
     channel_variables: str = ""
 
 
@@ -398,6 +402,28 @@ def parse_url_key(text: str, variable: str) -> str:
             variable, "expected letters, digits and . _ ~ + = - only (it goes in URLs)"
         )
     return value
+
+
+# The HTTP API's keys are refused below this length: the ping key sits in every URL an instance
+# holds (on a third party's host), the admin key opens the status page and signs its sessions.
+KEY_MIN_LENGTH = 16
+
+
+def weak_key(settings: Settings) -> ConfigError | None:
+    """The error refusing the first of REAPER_PING_KEY and REAPER_ADMIN_KEY shorter than
+    KEY_MIN_LENGTH, or None. Only what serves HTTP asks (`reaper serve`, the Lambda HTTP
+    function): the reap and watch passes use neither key, and run whatever they are."""
+    for variable, key in (
+        ("REAPER_PING_KEY", settings.ping_key),
+        ("REAPER_ADMIN_KEY", settings.admin_key),
+    ):
+        if key is not None and len(key) < KEY_MIN_LENGTH:
+            return ConfigError(
+                variable,
+                f"expected at least {KEY_MIN_LENGTH} characters (a short key can be guessed);"
+                " make one with: openssl rand -hex 24",
+            )
+    return None
 
 
 def read_dotenv(path: Path) -> dict[str, str]:

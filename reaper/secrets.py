@@ -2,13 +2,13 @@
 
 On Lambda the plain environment (visible to anyone who may read the function's configuration,
 and written into the CloudFormation template) carries only non-secret settings. Provider keys,
-the Telegram token, the Bark URL and the ping and admin keys live as SecureString parameters
-under one path, `/reaper/<stage>/<VARIABLE>` — the parameter's last segment is the variable of
-the public contract — and are fetched with one paginated `GetParametersByPath` call, decrypted,
-when a cold container first needs them. They stay cached for `CACHE_SECONDS` across warm
-invocations: a function that runs every minute would otherwise pay an SSM round trip (and
-count against SSM's request rate) every time, while a rotated key still takes effect within
-minutes.
+the Telegram token, the Bark, ntfy, Slack, Discord and webhook URLs and the ping and admin keys
+live as SecureString parameters under one path, `/reaper/<stage>/<VARIABLE>` — the parameter's
+last segment is the variable of the public contract — and are fetched with one paginated
+`GetParametersByPath` call, decrypted, when a cold container first needs them. They stay cached
+for `CACHE_SECONDS` across warm invocations: a function that runs every minute would otherwise
+pay an SSM round trip (and count against SSM's request rate) every time, while a rotated key
+still takes effect within minutes.
 
 boto3 is imported only when parameters are fetched: it ships with the Lambda runtime and is not
 a local runtime dependency.
@@ -37,6 +37,9 @@ SECRET_VARIABLES = (
     "BARK_URL",
     "NTFY_URL",
     "NTFY_TOKEN",
+    "SLACK_WEBHOOK_URL",
+    "DISCORD_WEBHOOK_URL",
+    "WEBHOOK_URL",
     "REAPER_PING_KEY",
     "REAPER_ADMIN_KEY",
     "TELEGRAM_WEBHOOK_SECRET",

@@ -9,8 +9,11 @@ import dataclasses
 from typing import Any
 
 from reaper.channels.bark import BarkSettings
+from reaper.channels.discord import DiscordSettings
 from reaper.channels.ntfy import NtfySettings
+from reaper.channels.slack import SlackSettings
 from reaper.channels.telegram import TelegramSettings
+from reaper.channels.webhook import WebhookSettings
 from reaper.config import Account, ChannelSettings, ProviderSettings, Settings
 from reaper.providers.runpod import RunPodSettings
 from reaper.providers.vast import VastSettings
@@ -30,6 +33,15 @@ _CHANNEL_KEYS = {
     "bark_url",
     "ntfy_url",
     "ntfy_token",
+    "slack_webhook_url",
+    "discord_webhook_url",
+    "webhook_url",
+}
+# The incoming-webhook channels: each is its URL alone.
+_URL_CHANNELS: dict[str, tuple[str, type[SlackSettings | DiscordSettings | WebhookSettings]]] = {
+    "slack_webhook_url": ("slack", SlackSettings),
+    "discord_webhook_url": ("discord", DiscordSettings),
+    "webhook_url": ("webhook", WebhookSettings),
 }
 
 
@@ -83,7 +95,13 @@ def _channels(base: Settings, values: dict[str, Any]) -> tuple[ChannelSettings, 
             out["ntfy"] = NtfySettings(url=values["ntfy_url"], token=values.get("ntfy_token", ""))
         else:
             out.pop("ntfy", None)
-    order = ["telegram", "bark", "ntfy"]
+    for key, (name, kind) in _URL_CHANNELS.items():
+        if key in values:
+            if values[key]:
+                out[name] = kind(url=values[key])
+            else:
+                out.pop(name, None)
+    order = ["telegram", "bark", "ntfy", "slack", "discord", "webhook"]
     return tuple(out[name] for name in order if name in out)
 
 

@@ -215,6 +215,9 @@ WRITES: dict[str, Callable[[Store], object]] = {
     "put_monitor_logged": lambda s: s.put_monitor_logged(
         Monitor(host="h", created_at=T0), PingEvent(seq=1, at=T0, kind="ping")
     ),
+    # Sessions of the status page.
+    "start_session": lambda s: s.start_session("s", T0, T0 + HOUR),
+    "end_session": lambda s: s.end_session("s"),
 }
 
 
@@ -1040,3 +1043,28 @@ class StoreContract:
         assert store.delete_retired(before=T0 + HOUR, keep=0) == 1
         assert store.monitor_log("old") == []
         assert len(store.monitor_log("live")) == 1
+
+    # --- sessions of the status page -------------------------------------------------------
+    def test_a_session_is_active_until_it_expires(self, store: Store) -> None:
+        store.start_session("session-a", T0, T0 + HOUR)
+        assert store.session_active("session-a", T0) is True
+        assert store.session_active("session-a", T0 + HOUR - SECOND) is True
+        assert store.session_active("session-a", T0 + HOUR) is False, "at its expiry: over"
+        assert store.session_active("session-b", T0) is False, "never started"
+
+    def test_a_session_ended_is_over_and_others_go_on(self, store: Store) -> None:
+        store.start_session("session-a", T0, T0 + HOUR)
+        store.start_session("session-b", T0, T0 + HOUR)
+        store.end_session("session-a")
+        assert store.session_active("session-a", T0) is False
+        assert store.session_active("session-b", T0) is True
+        store.end_session("session-a")
+        store.end_session("never-started")
+
+    def test_a_new_session_leaves_the_live_ones_alone(self, store: Store) -> None:
+        store.start_session("old", T0, T0 + MINUTE)
+        store.start_session("live", T0, T0 + 7 * 24 * HOUR)
+        store.start_session("new", T0 + HOUR, T0 + HOUR + 7 * 24 * HOUR)
+        assert store.session_active("old", T0 + HOUR) is False
+        assert store.session_active("live", T0 + HOUR) is True
+        assert store.session_active("new", T0 + HOUR) is True

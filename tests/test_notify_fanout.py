@@ -181,7 +181,10 @@ def test_lone_surrogates_do_not_break_delivery(telegram: TelegramFake, bark: Bar
 def test_test_alert_without_channels(capsys: pytest.CaptureFixture[str]) -> None:
     assert commands.test_alert_command(settings_of()) == 2
     err = capsys.readouterr().err
-    assert err == "reaper: TELEGRAM_BOT_TOKEN / BARK_URL / NTFY_URL: no alert channel configured\n"
+    assert err == (
+        "reaper: TELEGRAM_BOT_TOKEN / BARK_URL / NTFY_URL / SLACK_WEBHOOK_URL /"
+        " DISCORD_WEBHOOK_URL / WEBHOOK_URL: no alert channel configured\n"
+    )
 
 
 def test_test_alert_all_ok(

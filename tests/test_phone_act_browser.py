@@ -8,6 +8,7 @@ from pathlib import Path
 
 from tests.browser_support import as_phone, chromium, screenshot, submit
 from tests.phone_support import PUBLIC, link_path, phone
+from tests.settings_support import replaced
 
 
 def test_the_action_page_on_a_phone_keeps_the_pod(tmp_path: Path) -> None:
@@ -20,6 +21,9 @@ def test_the_action_page_on_a_phone_keeps_the_pod(tmp_path: Path) -> None:
         from selenium.webdriver.common.by import By
 
         with p.served() as app:
+            # The page as a browser reaches it: REAPER_PUBLIC_URL is the address it opens, whose
+            # origin is the only one a POST may come from.
+            app.running.asgi.app.settings = replaced(p.settings, public_url=app.running.url)
             as_phone(browser)
             browser.get(app.running.url + link_path(push["url"]))
             text = browser.find_element(By.TAG_NAME, "body").text

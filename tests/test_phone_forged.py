@@ -227,9 +227,11 @@ def test_action_links_refuse_every_forgery_with_one_line(tmp_path: Path, log: io
                 assert response.status_code < 500
                 assert response.text.count("\n") == 1, response.text
             _nothing_done(p)
-            # None of that used the link: it still works, from its own page, once — as
-            # a browser posts it when it names the origin null (see test_phone_act_browser).
-            ok = app.http.post(path, headers={"Origin": "null", "Sec-Fetch-Site": "same-origin"})
+            # None of that used the link: it still works, from its own page, once — as a
+            # browser posts it when it names the origin null: fetch metadata says same-origin,
+            # and the request came to REAPER_PUBLIC_URL's host (see tests/test_web_origin.py).
+            own_page = {"Origin": "null", "Sec-Fetch-Site": "same-origin", "Host": "reaper.example"}
+            ok = app.http.post(path, headers=own_page)
             assert ok.status_code == 200, ok.text
             used = app.http.get(path)
             assert used.status_code == 404

@@ -15,7 +15,7 @@ from reaper import log
 from reaper.interfaces.web.session import (
     SESSION_COOKIE,
     create_login_link,
-    new_session,
+    start_session,
 )
 from tests.heartbeat_support import ADMIN, KEY, Served, make_settings, raw_request, served
 from tests.log_support import json_log
@@ -153,10 +153,10 @@ def test_a_forged_cookie_is_the_sign_in_page(tmp_path: Path, value: str) -> None
 def test_a_cookie_signed_under_another_admin_key_is_refused(tmp_path: Path) -> None:
     """Rotating REAPER_ADMIN_KEY signs everyone out."""
     with served(make_settings(tmp_path)) as app:
-        _session, value = new_session("the-old-admin-key", app.clock.now())
+        value = start_session(app.store, "the-old-admin-key", app.clock.now())
         response = app.http.get("/", headers={"cookie": f"{SESSION_COOKIE}={value}"})
         assert "Watchdogs" not in response.text
-        _session, good = new_session(ADMIN, app.clock.now())
+        good = start_session(app.store, ADMIN, app.clock.now())
         assert "Watchdogs" in app.http.get("/", headers={"cookie": f"{SESSION_COOKIE}={good}"}).text
 
 

@@ -74,6 +74,16 @@ def _json_or_none(response: httpx.Response) -> Any:
         return None
 
 
+def _with_retry_after(verdict: Verdict, header: str | None) -> Verdict:
+    """A retry the server timed with `Retry-After` (whole seconds; Slack's 429 says when only
+    there) waits that long, unless the channel read a wait from the answer's body itself."""
+    if verdict.kind != "retry" or verdict.retry_after is not None:
+        return verdict
+    if header is None or not header.strip().isdigit():
+        return verdict
+    return Verdict("retry", verdict.detail, float(header.strip()))
+
+
 async def _post_with_retries(
     client: httpx.AsyncClient,
     channel: Channel,
@@ -100,6 +110,7 @@ async def _post_with_retries(
             return Verdict("fail", f"request failed ({type(exc).__name__})")
         else:
             verdict = channel.classify(response.status_code, _json_or_none(response))
+            verdict = _with_retry_after(verdict, response.headers.get("retry-after"))
         if verdict.kind != "retry":
             return verdict
         if verdict.retry_after is not None and verdict.retry_after > options.max_retry_after:
@@ -150,11 +161,19 @@ async def _deliver(
 
 
 class FanoutNotifier:
-    """Sends every alert through every channel at once; see the module docstring."""
+    """Sends every alert through every channel at once; see the module docstring. `unheard`:
+    the names of the channels no person reads (a plain webhook): a message delivered there is
+    delivered, but not heard."""
 
-    def __init__(self, channels: Sequence[Channel], options: ChannelOptions | None = None) -> None:
+    def __init__(
+        self,
+        channels: Sequence[Channel],
+        options: ChannelOptions | None = None,
+        unheard: frozenset[str] = frozenset(),
+    ) -> None:
         self.channels = list(channels)
         self.options = options or ChannelOptions()
+        self.unheard = unheard
 
     async def send(self, alert: Alert) -> list[Delivery]:
         return list(await asyncio.gather(*(self._one(c, alert) for c in self.channels)))
@@ -185,8 +204,8 @@ class FanoutNotifier:
             detail=detail,
             ms=round((time.monotonic() - started) * 1000),
         )
-        # Every channel here is a phone's: a delivered message is one a person can read.
-        return Delivery(channel=channel.name, ok=outcome.ok, detail=detail, heard=outcome.ok)
+        heard = outcome.ok and channel.name not in self.unheard
+        return Delivery(channel=channel.name, ok=outcome.ok, detail=detail, heard=heard)
 
 
 def build_channels(settings: Settings) -> list[Channel]:
@@ -207,4 +226,5 @@ def make_notifier(settings: Settings, *, options: ChannelOptions | None = None) 
     if not channels:
         return LogNotifier()
     log.register_secrets([s for c in channels for s in c.secrets])
-    return FanoutNotifier(channels, options)
+    unheard = frozenset(c.channel for c in settings.channels if not c.reaches_person)
+    return FanoutNotifier(channels, options, unheard)

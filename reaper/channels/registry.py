@@ -8,4 +8,7 @@ CHANNELS: dict[str, str] = {
     "telegram": "reaper.channels.telegram",
     "bark": "reaper.channels.bark",
     "ntfy": "reaper.channels.ntfy",
+    "slack": "reaper.channels.slack",
+    "discord": "reaper.channels.discord",
+    "webhook": "reaper.channels.webhook",
 }

@@ -8,6 +8,7 @@ before a request is let through.
 
 from __future__ import annotations
 
+import ipaddress
 import math
 from collections import OrderedDict
 from dataclasses import dataclass
@@ -63,3 +64,18 @@ class TokenBuckets:
 def retry_after(wait: float) -> str:
     """The `Retry-After` header value: whole seconds, at least one."""
     return str(max(1, math.ceil(wait)))
+
+
+def client_network(address: str) -> str:
+    """Whose bucket a client address fills: an IPv4 address its own, an IPv6 address its /64 —
+    one subscriber's allocation, any of whose 2**64 addresses a host may take at will, so that
+    a per-address limit would limit nothing. An address that is no IP ("unknown") is itself."""
+    try:
+        ip = ipaddress.ip_address(address)
+    except ValueError:
+        return address
+    if isinstance(ip, ipaddress.IPv6Address):
+        if ip.ipv4_mapped is not None:
+            return str(ip.ipv4_mapped)
+        return str(ipaddress.IPv6Network((ip, 64), strict=False))
+    return str(ip)

@@ -34,7 +34,7 @@ import uvicorn
 from reaper import log
 from reaper.channels.base import Notifier
 from reaper.clock import Clock, SystemClock
-from reaper.config import ConfigError, Settings
+from reaper.config import ConfigError, Settings, weak_key
 from reaper.core.units import humanize
 from reaper.interfaces.http import (
     MAX_BODY,
@@ -493,6 +493,8 @@ def _presses(settings: Settings) -> str:
 def serve_command(settings: Settings, host: str, port: int) -> int:
     """`reaper serve`: blocks until SIGTERM/SIGINT; 0 after a clean shutdown."""
     _require_sqlite(settings)
+    if (weak := weak_key(settings)) is not None:
+        raise weak
     log.route_uvicorn()
     from reaper.channels.base import channels_configured
     from reaper.channels.fanout import make_notifier

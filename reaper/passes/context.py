@@ -269,6 +269,16 @@ class RecordingStore:
         self._write(f"put_monitor {monitor.host}")
         self._write(f"log_event {monitor.host} {event.seq}")
 
+    # --- sessions of the status page ------------------------------------------------------
+    def start_session(self, session_id: str, started_at: datetime, expires_at: datetime) -> None:
+        self._write("start_session")
+
+    def session_active(self, session_id: str, now: datetime) -> bool:
+        return self.inner.session_active(session_id, now)
+
+    def end_session(self, session_id: str) -> None:
+        self._write("end_session")
+
 
 @dataclass
 class Context:

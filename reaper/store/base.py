@@ -281,6 +281,22 @@ class Store(Protocol):
         them (SQLite); on DynamoDB the monitor's conditional put, then the log's plain put."""
         ...
 
+    # --- sessions of the status page ------------------------------------------------------
+    def start_session(self, session_id: str, started_at: datetime, expires_at: datetime) -> None:
+        """Keep a signed-in session of the status page by its id (the SHA-256 of its nonce,
+        never the cookie), until `expires_at`. Sessions expired before `started_at` may go."""
+        ...
+
+    def session_active(self, session_id: str, now: datetime) -> bool:
+        """True for a session started, not ended, and not expired at `now`; False for any
+        other (one the store never saw, one signed out)."""
+        ...
+
+    def end_session(self, session_id: str) -> None:
+        """Sign a session out: from now on `session_active` is False for it. An unknown id is
+        no error."""
+        ...
+
 
 def log_slot(event: PingEvent) -> int:
     """Where an event lives in its monitor's ring of PING_LOG_KEPT slots."""

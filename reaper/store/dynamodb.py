@@ -22,6 +22,7 @@ partition (no Scan, no index):
 | `action`  | `<at>#<ns counter>`             | `record` (JSON): an action taken from the phone |
 | `request` | `<instance key>`                | `request` (JSON), `expires_at`, `ttl`           |
 | `pinglog` | `<host>#<slot 000-099>`         | `seq`, `event` (JSON): the monitor's ping log   |
+| `session` | `<sha256 of a session's nonce>` | `expires_at`, `ttl`: a signed-in status page    |
 
 A `history/keep#...` item also carries `by` (who kept it) when recorded. The status page reads
 the `listing`, `history`, `monitor`, `audit` (since 30 days) and `snapshot` (since 30 days)
@@ -102,6 +103,8 @@ CLAIM_RETENTION = timedelta(days=7)
 REAP_RUN_RETENTION = timedelta(days=90)
 # A sign-in token item outlives its expiry by this much before TTL may collect it.
 LOGIN_TOKEN_RETENTION = timedelta(days=1)
+# A session's item stays this long past its expiry, for TTL to collect.
+SESSION_RETENTION = timedelta(days=1)
 # A lease item outlives its expiry by this much before TTL may collect it.
 LEASE_RETENTION = timedelta(days=1)
 # How often a monitor write re-reads and retries after losing a race on the same host.
@@ -891,6 +894,30 @@ class DynamoDBStore:
             self._client.delete_item(
                 TableName=self.table_name, Key={"pk": item["pk"], "sk": item["sk"]}
             )
+
+    # --- sessions of the status page ------------------------------------------------------
+    def start_session(self, session_id: str, started_at: datetime, expires_at: datetime) -> None:
+        """One put; TTL collects the session a day after it expired."""
+        self._writable()
+        self._client.put_item(
+            TableName=self.table_name,
+            Item={
+                **_key("session", session_id),
+                "expires_at": _s(time_text(expires_at)),
+                TTL_ATTRIBUTE: _n(_epoch(expires_at + SESSION_RETENTION)),
+            },
+        )
+
+    def session_active(self, session_id: str, now: datetime) -> bool:
+        """One strongly consistent read: a sign-out in another container counts at once. The
+        expiry is compared here, since TTL deletes lazily."""
+        item = self._get("session", session_id)
+        expires_at = None if item is None else _str(item, "expires_at")
+        return expires_at is not None and expires_at > time_text(now)
+
+    def end_session(self, session_id: str) -> None:
+        self._writable()
+        self._client.delete_item(TableName=self.table_name, Key=_key("session", session_id))
 
 
 __all__ = [

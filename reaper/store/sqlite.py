@@ -62,7 +62,7 @@ if TYPE_CHECKING:  # pydantic models, imported where used: a cold ping needs non
     )
     from reaper.core.snapshot import Snapshot
 
-SCHEMA_VERSION = 2
+SCHEMA_VERSION = 3
 BUSY_TIMEOUT_SECONDS = 5.0
 # A checkpoint (copying the WAL into the file, then fsync) runs inside the commit that crosses
 # this much WAL, on the request that made it. Since every ping also writes its log row (a page
@@ -121,6 +121,11 @@ CREATE TABLE ping_log (
 ) WITHOUT ROWID;
 """
 
+# The table version 3 added: the status page's sessions, so that signing out ends one.
+_TABLES_OF_3 = """
+CREATE TABLE sessions (id TEXT PRIMARY KEY, expires_at TEXT NOT NULL) WITHOUT ROWID;
+"""
+
 _SCHEMA = (
     """
 CREATE TABLE stopped_clock (key TEXT PRIMARY KEY, since TEXT NOT NULL, started TEXT) WITHOUT ROWID;
@@ -155,6 +160,7 @@ CREATE TABLE episodes (
 ) WITHOUT ROWID;
 """
     + _TABLES_OF_2
+    + _TABLES_OF_3
 )
 
 # Each step takes a database of the version before it to the version after it. A warning
@@ -170,6 +176,7 @@ ALTER TABLE warnings ADD COLUMN terminate_at TEXT;
 ALTER TABLE kept ADD COLUMN kept_by TEXT;
 """
     + _TABLES_OF_2,
+    3: _TABLES_OF_3,
 }
 
 # A mute changes no pause, so the time of its change dates nothing.
@@ -968,6 +975,28 @@ class SQLiteStore:
         if event.at.tzinfo is not UTC:
             event = utc_record(event)
         self._put_monitor(utc_record(monitor), event)
+
+    # --- sessions of the status page ------------------------------------------------------
+    def start_session(self, session_id: str, started_at: datetime, expires_at: datetime) -> None:
+        """Insert; the sessions expired by now go in the same transaction."""
+        with self._write() as conn:
+            conn.execute("DELETE FROM sessions WHERE expires_at <= ?", (time_text(started_at),))
+            conn.execute(
+                "INSERT INTO sessions (id, expires_at) VALUES (?, ?) "
+                "ON CONFLICT (id) DO UPDATE SET expires_at = excluded.expires_at",
+                (session_id, time_text(expires_at)),
+            )
+
+    def session_active(self, session_id: str, now: datetime) -> bool:
+        found = self._query_one(
+            "SELECT 1 FROM sessions WHERE id = ? AND expires_at > ?",
+            (session_id, time_text(now)),
+        )
+        return found is not None
+
+    def end_session(self, session_id: str) -> None:
+        with self._write() as conn:
+            conn.execute("DELETE FROM sessions WHERE id = ?", (session_id,))
 
 
 __all__ = ["SCHEMA_VERSION", "SQLiteStore", "StoreSchemaError"]

@@ -18,8 +18,11 @@ from typing import Any, Self
 
 @dataclass(frozen=True)
 class Reply:
+    """An answer: a JSON body, a text body (a `str`: Slack answers `ok` or an error word), or
+    none at all (None: Discord's 204)."""
+
     status: int
-    body: dict[str, Any]
+    body: dict[str, Any] | str | None
     headers: tuple[tuple[str, str], ...] = ()
 
 
@@ -117,10 +120,15 @@ class FakeServer:
                 self._send(Reply(404, {"ok": False, "error_code": 404, "description": "Not Found"}))
 
             def _send(self, reply: Reply) -> None:
-                data = json.dumps(reply.body).encode()
+                kind, data = "application/json", json.dumps(reply.body).encode()
+                if isinstance(reply.body, str):
+                    kind, data = "text/plain; charset=utf-8", reply.body.encode()
                 try:
                     self.send_response(reply.status)
-                    self.send_header("Content-Type", "application/json")
+                    if reply.body is None:
+                        data = b""
+                    else:
+                        self.send_header("Content-Type", kind)
                     self.send_header("Content-Length", str(len(data)))
                     for name, value in reply.headers:
                         self.send_header(name, value)

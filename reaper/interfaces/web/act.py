@@ -8,29 +8,30 @@ same for each, so a probe learns nothing. The page is small, server-rendered and
 HTML-escaped, and the page loads nothing, can be framed by nobody and sends its address (which
 holds the token) as a referrer to no other site.
 
-Cross-site POSTs are refused (`same_origin`). The token is itself the secret and is single
-use, so a CSRF token would add nothing: a page of another site cannot know the token. But a
-token can leak (a forwarded notification, a link shared in a chat), and then a foreign page
-could make a visitor's browser POST it; a browser names the page's origin in `Origin` (and
-`Sec-Fetch-Site`) on a POST, so one naming another site is refused with 403. A request without
-`Origin` is not from a browser form of another site (the ntfy app, curl) and is allowed.
+Cross-site POSTs are refused (`reaper.interfaces.web.origin.same_origin`: with
+REAPER_PUBLIC_URL set, only from its origin). The token is itself the secret and is single use,
+so a CSRF token would add nothing: a page of another site cannot know the token. But a token can
+leak (a forwarded notification, a link shared in a chat), and then a foreign page could make a
+visitor's browser POST it; a browser names the page's origin in `Origin` (and `Sec-Fetch-Site`)
+on a POST, so one naming another site is refused with 403. A request without `Origin` is not
+from a browser form of another site (the ntfy app, curl) and is allowed.
 
 The referrer policy is `same-origin`, not `no-referrer`: under `no-referrer` the Fetch standard
 has a browser send a form POST's `Origin` as `null`, and the page's own button was refused
-(a real browser found it: tests/test_phone_act_browser.py). `Sec-Fetch-Site: same-origin`,
-which no page can set, is accepted as well, for a browser that still says `null`.
+(a real browser found it: tests/test_phone_act_browser.py).
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass, field
 from datetime import datetime
-from urllib.parse import parse_qs, urlsplit
+from urllib.parse import parse_qs
 
 from reaper.core import messages
 from reaper.core.models import ActionGrant, PhoneAction
 from reaper.core.units import weekday_time
 from reaper.interfaces.web.layout import esc
+from reaper.interfaces.web.origin import same_origin
 from reaper.passes.act import LINK, ActContext, Outcome, lookup, perform
 
 # A POST from the page carries `choice=N`; anything much bigger is not from it.
@@ -111,30 +112,6 @@ def render_page(grant: ActionGrant, now: datetime) -> bytes:
 def render_outcome(outcome: Outcome) -> bytes:
     title = "Done" if outcome.status == "done" else "Not done"
     return _document(title, f"<h1>{title}</h1><p>{esc(outcome.text)}</p>")
-
-
-def _origin(url: str) -> str:
-    parts = urlsplit(url)
-    return f"{parts.scheme}://{parts.netloc}".lower()
-
-
-def same_origin(headers: dict[str, str], public_url: str | None) -> bool:
-    """Whether a POST may be from this site's own page (see the module docstring): no
-    `Origin` (not a browser form), or the origin of REAPER_PUBLIC_URL or of the `Host` the
-    request came to; never a `Sec-Fetch-Site: cross-site` nor an opaque `Origin: null`."""
-    site = headers.get("sec-fetch-site", "").strip().lower()
-    if site == "cross-site":
-        return False
-    if site == "same-origin":
-        return True  # set by the browser itself, whatever it says in `Origin`
-    origin = headers.get("origin")
-    if origin is None:
-        return True
-    allowed = {_origin(public_url)} if public_url else set()
-    host = headers.get("host", "").strip().lower()
-    if host:
-        allowed |= {f"https://{host}", f"http://{host}"}
-    return origin.strip().lower() in allowed
 
 
 def _choice(body: bytes) -> int | None:

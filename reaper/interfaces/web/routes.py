@@ -8,7 +8,12 @@ Rules, in the order they are applied:
 - REAPER_ADMIN_KEY unset: every route here answers exactly like an unknown route (NOT_FOUND).
 - No valid session (none, forged, expired, signed under a rotated key): `GET /` shows the
   sign-in page, which reveals nothing of the fleet; a state-changing POST answers 403 with it.
-- Sign-in attempts (the admin key, a link) are rate-limited per client and overall: 429.
+- Sign-in attempts with the admin key are rate-limited per client address (an IPv6 client by
+  its /64), and per address only: a flood of wrong keys from other addresses never makes the
+  owner's right key wait. A one-time sign-in link always signs in; a refused one (made up,
+  used, expired) counts against its client's sign-in attempts.
+- Every POST (sign-in, sign-out and the forms) must come from the page's own origin
+  (`reaper.interfaces.web.origin`: REAPER_PUBLIC_URL's when it is set): 403 otherwise.
 - Forms: at most FORM_LIMIT bytes (413), urlencoded (415), UTF-8, each field once (400);
   every state-changing form carries the session's CSRF token (403 without it).
 Never the admin key in a page or a log line: it is compared in constant time and dropped.
@@ -23,16 +28,16 @@ from typing import TYPE_CHECKING
 from urllib.parse import parse_qsl
 
 from reaper import log
-from reaper.clock import Clock
 from reaper.config import ConfigError
 from reaper.core.heartbeat import HOST_RULE, valid_host
 from reaper.core.models import instance_key
 from reaper.core.monitors import BadSetting, SettingsChange, duration_setting
 from reaper.core.units import iso
 from reaper.interfaces.http import NOT_FOUND, Response
-from reaper.interfaces.ratelimit import Rate, TokenBuckets, retry_after
+from reaper.interfaces.ratelimit import Rate, TokenBuckets, client_network, retry_after
 from reaper.interfaces.web.layout import HTML_HEADERS
 from reaper.interfaces.web.monitor_page import monitor_page, monitor_path
+from reaper.interfaces.web.origin import same_origin
 from reaper.interfaces.web.page import KEEP_FOR, MUTE_FOR, status_page
 from reaper.interfaces.web.readmodel import listed_instance, read_view
 from reaper.interfaces.web.session import (
@@ -41,10 +46,11 @@ from reaper.interfaces.web.session import (
     admin_key_matches,
     clear_cookie,
     cookie_secure,
-    new_session,
+    end_session,
     session_of,
     set_cookie,
     spend_login_token,
+    start_session,
 )
 from reaper.interfaces.web.signin import link_page, signin_page
 from reaper.passes import keeping
@@ -64,9 +70,11 @@ FORM_LIMIT = 8 * 1024
 _MAX_FIELDS = 10
 # Who a keep from the page is recorded as.
 KEPT_BY = "status page"
-# Sign-in attempts: per client address, and over all clients (a flood from many addresses).
+# Sign-in attempts per client address. No limit over all clients: it would let a stranger with
+# many addresses lock the owner out, and the key's length (16 characters at least) is what makes
+# guessing it from many addresses hopeless.
 SIGNIN_PER_CLIENT = Rate(capacity=10, per_second=1 / 6)
-SIGNIN_OVERALL = Rate(capacity=60, per_second=1.0)
+TOO_MANY = "Too many sign-in attempts from your address; try again in a minute."
 
 
 def _page(status: int, body: bytes, headers: Mapping[str, str] | None = None) -> Response:
@@ -88,24 +96,21 @@ def _see_other(location: str, cookie: str | None = None) -> Response:
     return Response(303, b"", headers)
 
 
-class _SignInLimits:
-    def __init__(self, clock: Clock) -> None:
-        self.per_client = TokenBuckets(SIGNIN_PER_CLIENT, clock)
-        self.overall = TokenBuckets(SIGNIN_OVERALL, clock, max_keys=1)
-
-    def take(self, client: str) -> float:
-        return max(self.per_client.take(client), self.overall.take("all"))
-
-
-# One set of limits per App (per process on `serve`, per warm container on Lambda).
-_limits: weakref.WeakKeyDictionary[App, _SignInLimits] = weakref.WeakKeyDictionary()
+# One set of buckets per App (per process on `serve`, per warm container on Lambda).
+_limits: weakref.WeakKeyDictionary[App, TokenBuckets] = weakref.WeakKeyDictionary()
 
 
 def _signin_wait(app: App, client: str) -> float:
+    """Take one sign-in attempt from the client's bucket: 0.0, or the seconds to wait."""
     limits = _limits.get(app)
     if limits is None:
-        limits = _limits[app] = _SignInLimits(app.clock)
-    return limits.take(client)
+        limits = _limits[app] = TokenBuckets(SIGNIN_PER_CLIENT, app.clock)
+    return limits.take(client_network(client))
+
+
+def _too_many(wait: float, page: bytes, client: str) -> Response:
+    log.event("signin", result="rate_limited", client=client)
+    return _page(429, page, {"retry-after": retry_after(wait)})
 
 
 class BadForm(ValueError):
@@ -134,14 +139,22 @@ def read_form(request: Request) -> dict[str, str]:
     return form
 
 
+def _foreign(request: Request, app: App) -> Response | None:
+    """The refusal of a POST that is not from the page's own origin, or None."""
+    if same_origin(request.headers, app.settings.public_url):
+        return None
+    log.event("origin", result="refused", client=request.client)
+    return _line(403, "refused: a POST from another site")
+
+
 def _session(request: Request, app: App) -> Session | None:
-    return session_of(request.headers, app.settings.admin_key, app.clock.now())
+    return session_of(request.headers, app.settings.admin_key, app.store, app.clock.now())
 
 
 def _signed_in(request: Request, app: App) -> Response:
-    """Sign the browser in: a fresh session cookie, then the status page."""
+    """Sign the browser in: a fresh session, kept in the store, its cookie, then the page."""
     assert app.settings.admin_key
-    _new, value = new_session(app.settings.admin_key, app.clock.now())
+    value = start_session(app.store, app.settings.admin_key, app.clock.now())
     secure = cookie_secure(app.settings, request.headers)
     return _see_other("/", set_cookie(value, secure=secure))
 
@@ -164,11 +177,11 @@ async def login(request: Request, app: App, params: Mapping[str, str]) -> Respon
     """POST /login: the admin key from the form."""
     if not app.settings.admin_key:
         return NOT_FOUND
+    if (foreign := _foreign(request, app)) is not None:
+        return foreign
     wait = _signin_wait(app, request.client)
     if wait:
-        log.event("signin", result="rate_limited", client=request.client)
-        problem = "Too many sign-in attempts; try again in a minute."
-        return _page(429, signin_page(problem), {"retry-after": retry_after(wait)})
+        return _too_many(wait, signin_page(TOO_MANY), request.client)
     try:
         form = read_form(request)
     except BadForm as bad:
@@ -181,20 +194,22 @@ async def login(request: Request, app: App, params: Mapping[str, str]) -> Respon
 
 
 async def login_link(request: Request, app: App, params: Mapping[str, str]) -> Response:
-    """GET shows a button (a link preview must not spend the token); POST spends it."""
+    """GET shows a button (a link preview must not spend the token); POST spends it. A valid
+    link signs in whatever its client's sign-in attempts: the way in that a flood of wrong
+    keys from the owner's own address (a shared proxy, a NAT) cannot close."""
     token = params["token"]
     if not app.settings.admin_key or not TOKEN_PATTERN.fullmatch(token):
         return NOT_FOUND
     if request.method in ("GET", "HEAD"):
         return _page(200, link_page(token))
-    wait = _signin_wait(app, request.client)
-    if wait:
-        log.event("signin", result="rate_limited", client=request.client)
-        problem = "Too many sign-in attempts; try again in a minute."
-        return _page(429, link_page(token, problem), {"retry-after": retry_after(wait)})
+    if (foreign := _foreign(request, app)) is not None:
+        return foreign
     if len(request.body) > FORM_LIMIT:
         return _line(413, f"request body too large (limit {FORM_LIMIT // 1024} KB)")
     if not spend_login_token(app.store, token, app.clock.now()):
+        wait = _signin_wait(app, request.client)
+        if wait:
+            return _too_many(wait, link_page(token, TOO_MANY), request.client)
         log.event("signin", result="link_refused", client=request.client)
         return _page(403, link_page(token, "This sign-in link was used already or has expired."))
     log.event("signin", result="ok", how="link", client=request.client)
@@ -224,6 +239,8 @@ def _asked(request: Request, app: App) -> tuple[Session, dict[str, str]] | Respo
     the unknown route's when the page is off (no admin key), or the refusal."""
     if not app.settings.admin_key:
         return NOT_FOUND
+    if (foreign := _foreign(request, app)) is not None:
+        return foreign
     session, form, refused = _authorised(request, app)
     if refused is not None:
         return refused
@@ -232,16 +249,22 @@ def _asked(request: Request, app: App) -> tuple[Session, dict[str, str]] | Respo
 
 
 async def logout(request: Request, app: App, params: Mapping[str, str]) -> Response:
-    """Clears the cookie; a signed-in browser's sign-out needs its CSRF token too."""
+    """Ends the session on the server and clears the cookie: a copy of the cookie kept
+    elsewhere opens nothing afterwards. A signed-in browser's sign-out needs its CSRF token."""
     if not app.settings.admin_key:
         return NOT_FOUND
+    if (foreign := _foreign(request, app)) is not None:
+        return foreign
     try:
         form = read_form(request)
     except BadForm as bad:
         return _line(bad.status, str(bad))
     session = _session(request, app)
-    if session is not None and not session.csrf_ok(app.settings.admin_key, form.get("csrf")):
-        return _line(403, "missing or wrong CSRF token: reload the page")
+    if session is not None:
+        if not session.csrf_ok(app.settings.admin_key, form.get("csrf")):
+            return _line(403, "missing or wrong CSRF token: reload the page")
+        end_session(app.store, session)
+        log.event("signout", client=request.client)
     return _see_other("/", clear_cookie(secure=cookie_secure(app.settings, request.headers)))
 
 

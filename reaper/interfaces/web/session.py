@@ -1,11 +1,14 @@
 """Sessions of the status page: the signed cookie, its CSRF token, one-time sign-in links.
 
-The session cookie holds no state to look up: `v1.<issued, epoch s>.<nonce>.<signature>`,
-signed with HMAC-SHA256 under a key derived from REAPER_ADMIN_KEY. Rotating the admin key
-therefore signs everyone out, a forged or altered cookie fails the signature, and one older
-than SESSION_LIFETIME is refused whatever its signature. The CSRF token of every form is the
-HMAC of the session's nonce (under the same derived key, another label): bound to the session,
-useless without it, and nothing to store either.
+The session cookie is `v1.<issued, epoch s>.<nonce>.<signature>`, signed with HMAC-SHA256 under
+a key derived from REAPER_ADMIN_KEY. Rotating the admin key therefore signs everyone out, a
+forged or altered cookie fails the signature (before any store is asked: a flood of made-up
+cookies costs no read), and one older than SESSION_LIFETIME is refused whatever its signature.
+A signed cookie is not enough: the session must also be in the store (by the SHA-256 of its
+nonce, never the cookie), where signing in puts it and signing out removes it — so a cookie
+copied before a sign-out opens nothing after it, on any server of the deployment. The CSRF token
+of every form is the HMAC of the session's nonce (under the same derived key, another label):
+bound to the session, useless without it.
 
 The cookie is HttpOnly and SameSite=Strict always, and Secure except on loopback: with
 REAPER_PUBLIC_URL set, Secure unless it is http (which the settings allow only on a loopback
@@ -76,10 +79,27 @@ class Session:
 
 
 def new_session(admin_key: str, now: datetime) -> tuple[Session, str]:
-    """A fresh session and its cookie value."""
+    """A fresh session and its cookie value (not yet in any store: see `start_session`)."""
     session = Session(nonce=secrets.token_urlsafe(18), issued_at=now)
     payload = f"{_VERSION}.{int(now.timestamp())}.{session.nonce}"
     return session, f"{payload}.{_sign(admin_key, _SESSION_LABEL, payload)}"
+
+
+def session_id(session: Session) -> str:
+    """What the store keeps a session by: the SHA-256 of its nonce."""
+    return token_hash(session.nonce)
+
+
+def start_session(store: Store, admin_key: str, now: datetime) -> str:
+    """Sign a browser in: a new session, kept in the store; its cookie value."""
+    session, value = new_session(admin_key, now)
+    store.start_session(session_id(session), now, session.issued_at + SESSION_LIFETIME)
+    return value
+
+
+def end_session(store: Store, session: Session) -> None:
+    """Sign out: the session's cookie opens nothing from now on, wherever it was copied."""
+    store.end_session(session_id(session))
 
 
 def read_session(value: str | None, admin_key: str | None, now: datetime) -> Session | None:
@@ -112,8 +132,14 @@ def cookies(header: str | None) -> dict[str, str]:
     return found
 
 
-def session_of(headers: Mapping[str, str], admin_key: str | None, now: datetime) -> Session | None:
-    return read_session(cookies(headers.get("cookie")).get(SESSION_COOKIE), admin_key, now)
+def session_of(
+    headers: Mapping[str, str], admin_key: str | None, store: Store, now: datetime
+) -> Session | None:
+    """The session of a request's cookie: signed, not expired, and still in the store."""
+    session = read_session(cookies(headers.get("cookie")).get(SESSION_COOKIE), admin_key, now)
+    if session is None or not store.session_active(session_id(session), now):
+        return None
+    return session
 
 
 def cookie_secure(settings: Settings, headers: Mapping[str, str]) -> bool:
@@ -191,10 +217,13 @@ __all__ = [
     "cookie_secure",
     "cookies",
     "create_login_link",
+    "end_session",
     "login_link_base",
     "new_session",
     "read_session",
+    "session_id",
     "session_of",
     "set_cookie",
     "spend_login_token",
+    "start_session",
 ]
