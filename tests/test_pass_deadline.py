@@ -74,3 +74,14 @@ def test_the_cutoffs_reason_names_its_length_and_the_setting() -> None:
         "nothing on this account is decided this pass"
     )
     assert "in 0.25 s (half" in PassDeadline.start(0.5).listing_late()
+
+
+def test_work_that_can_be_cut_leaves_the_wrap_up_its_time() -> None:
+    clock = Ticks()
+    long = PassDeadline.start(600, now=clock)
+    assert long.wrap_up == 5
+    assert long.working_left() == 595
+    short = PassDeadline.start(20, now=clock)
+    assert short.wrap_up == 2
+    clock.now += 19
+    assert short.working_left() == 0

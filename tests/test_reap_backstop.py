@@ -7,8 +7,6 @@ Here the provider never answers, and the request's own deadline (30 s) is far aw
 from __future__ import annotations
 
 import asyncio
-import io
-import json
 import time
 from collections.abc import Iterator
 from datetime import UTC, datetime, timedelta
@@ -26,7 +24,6 @@ from reaper.passes.deadline import LAMBDA_MARGIN
 from reaper.store.sqlite import SQLiteStore
 from tests.aws_support import Account, aws_account, scheduled_event
 from tests.hostile_support import HostileServer
-from tests.log_support import json_log
 from tests.settings_support import settings as settings_of
 
 RUNPOD_KEY = "rp-backstop-key-0123456789"
@@ -67,13 +64,10 @@ def test_on_lambda_the_invocations_remaining_time_bounds_the_pass(
     result = reap.handler(scheduled_event(), context)
     took = time.monotonic() - started
     assert hanging.requested.is_set()
-    assert result == {
-        "ok": False,
-        "error": "the pass was stopped after 1.5 s (REAPER_PASS_DEADLINE or the function's"
-        " timeout): the next pass settles what it left",
-        "exit_code": 1,
-    }
-    assert took < 10
+    # Stopped at its backstop — or, where the pass keeps its own deadline, ended by it: either
+    # way an answer within the invocation, and a pass that needs attention.
+    assert result["ok"] is False and result["exit_code"] == 1
+    assert took < 1.5 + 5
     # Released on the way out: the next invocation need not wait for it to expire.
     store = account.store()
     assert store.acquire_lease("reap", "next-pass", datetime.now(UTC), timedelta(minutes=2))
@@ -101,15 +95,12 @@ def test_under_serve_the_reap_job_is_stopped_at_its_backstop(
         job.name: job
         for job in serve.serve_jobs(settings, store, RecordingNotifier(), FakeClock(), [])
     }
-    with json_log() as stream:
-        started = time.monotonic()
-        asyncio.run(jobs["reap"].run())
-        took = time.monotonic() - started
+    started = time.monotonic()
+    asyncio.run(jobs["reap"].run())
+    took = time.monotonic() - started
     try:
         assert store.acquire_lease("reap", "next-pass", datetime.now(UTC), timedelta(minutes=2))
     finally:
         store.close()
-    assert took < 10
-    said = [json.loads(line) for line in io.StringIO(stream.getvalue())]
-    [stopped] = [e for e in said if e["event"] == "reap" and e.get("result") == "error"]
-    assert stopped["error"] == "the pass was stopped after 1.5 s"
+    assert hanging.requested.is_set()
+    assert took < 1.5 + 5

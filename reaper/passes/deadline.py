@@ -63,9 +63,20 @@ class PassDeadline:
     def listing_ends(self) -> float:
         return self.started + self.listing_seconds
 
+    @property
+    def wrap_up(self) -> float:
+        """What the end of a pass keeps for itself (its snapshot, its record, closing the
+        clients): a tenth of it, at most 5 s."""
+        return min(5.0, self.seconds / 10)
+
     def left(self) -> float:
         """Seconds until the pass's end (0 once past it)."""
         return max(0.0, self.ends - self.now())
+
+    def working_left(self) -> float:
+        """Seconds left for work that can be cut short (the guards' reads): `left` less the
+        wrap-up, so that the pass still ends in time."""
+        return max(0.0, self.left() - self.wrap_up)
 
     def listing_left(self) -> float:
         """Seconds until the listing cutoff (0 once past it)."""
