@@ -7,7 +7,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-BENCHMARKS = ["reap", "heartbeat", "dynamodb_ping", "lambda"]
+BENCHMARKS = ["reap", "heartbeat", "dynamodb_ping", "lambda", "hostile"]
 
 
 def main() -> int:

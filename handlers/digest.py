@@ -25,6 +25,10 @@ def handler(event: object, context: object = None) -> dict[str, Any]:
         settings = runtime.load()
     except ConfigError as error:
         return runtime.config_error(FUNCTION, error)
-    store = runtime.store(settings)
-    code = asyncio.run(digest_once(settings, store, make_notifier(settings), SystemClock()))
+    try:
+        store = runtime.store(settings)
+        code = asyncio.run(digest_once(settings, store, make_notifier(settings), SystemClock()))
+    except Exception as error:
+        return runtime.store_failed(FUNCTION, settings, error)
+    runtime.health.recovered()
     return {"ok": code == 0, "exit_code": code}

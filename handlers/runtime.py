@@ -4,8 +4,11 @@ container, and the one-line answer for an invocation that cannot start.
 A handler never raises for an expected outcome: EventBridge (and the asynchronous invoke behind
 it) retries a failed invocation, and a reap pass run twice could act twice. A configuration
 problem therefore comes back as `{"ok": false, "error": ..., "exit_code": 2}` and one JSON log
-line, the way the CLI answers with exit status 2. serverless.yml also sets the retries of the
-scheduled functions to zero, so that even a bug that does raise runs once.
+line, the way the CLI answers with exit status 2; a store that fails (DynamoDB throttling the
+table, a role without access) as `{"ok": false, "error": ..., "store": <cause>, "exit_code": 1}`,
+logged at ERROR and alerted once per episode of this container (`store_failed`). serverless.yml
+also sets the retries of the scheduled functions to zero, so that even a bug that does raise
+runs once.
 """
 
 from __future__ import annotations
@@ -18,8 +21,13 @@ from reaper import log
 from reaper.config import ConfigError, Settings
 from reaper.secrets import lambda_settings
 from reaper.store.base import Store
+from reaper.store.failure import StoreHealth, failure_alert, store_failure
 
 EXIT_CONFIG = 2
+EXIT_ATTENTION = 1
+
+# The store's failure episode as this warm container saw it.
+health = StoreHealth()
 
 # Stores survive across warm invocations: building a boto3 client costs more than a whole ping.
 _stores: dict[tuple[str, str, bool], Store] = {}
@@ -54,8 +62,30 @@ def store(settings: Settings, *, read_only: bool = False) -> Store:
 
 
 def reset() -> None:
-    """Forget the cached stores (tests switch tables and mocked accounts)."""
+    """Forget the cached stores and the store's episode (tests switch tables and mocked
+    accounts)."""
     _stores.clear()
+    health.failure = None
+
+
+def store_failed(function: str, settings: Settings, error: Exception) -> dict[str, Any]:
+    """The answer of an invocation its store failed: `error` re-raised when it is no store
+    failure (a bug), else one line, and the episode's ERROR line and alert when it opens it.
+    The alert goes through the channels alone, bounded like a request's."""
+    failure = store_failure(error)
+    if failure is None:
+        raise error
+    if health.failed(failure):
+        import asyncio
+
+        from reaper.channels.fanout import make_notifier
+        from reaper.interfaces.http import REQUEST_CHANNEL_OPTIONS
+
+        notifier = make_notifier(settings, options=REQUEST_CHANNEL_OPTIONS)
+        asyncio.run(notifier.send(failure_alert(failure)))
+    message = f"the state store is failing ({failure.cause}): {failure.advice}"
+    log.event("lambda", function=function, result="error", error=message)
+    return {"ok": False, "error": message, "store": failure.cause, "exit_code": EXIT_ATTENTION}
 
 
 def config_error(function: str, error: ConfigError) -> dict[str, Any]:
@@ -71,4 +101,14 @@ def bad_event(function: str, reason: str) -> dict[str, Any]:
     return {"ok": False, "error": reason, "exit_code": EXIT_CONFIG}
 
 
-__all__ = ["EXIT_CONFIG", "bad_event", "config_error", "load", "reset", "store"]
+__all__ = [
+    "EXIT_ATTENTION",
+    "EXIT_CONFIG",
+    "bad_event",
+    "config_error",
+    "health",
+    "load",
+    "reset",
+    "store",
+    "store_failed",
+]

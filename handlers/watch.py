@@ -38,5 +38,9 @@ def handler(event: object, context: object = None) -> dict[str, Any]:
         settings = runtime.load()
     except ConfigError as error:
         return runtime.config_error(FUNCTION, error)
-    report = asyncio.run(run(settings, runtime.store(settings)))
+    try:
+        report = asyncio.run(run(settings, runtime.store(settings)))
+    except Exception as error:
+        return runtime.store_failed(FUNCTION, settings, error)
+    runtime.health.recovered()
     return {"ok": report.exit_code == 0, **views.watch_json(report)}

@@ -120,6 +120,8 @@ class Settings:
     require_channel: bool = True
     # Stuck starting, scheduling, in error or abandoned this long: named in an alert.
     stuck_after: timedelta | None = timedelta(hours=6)
+    # A reap pass's whole time; its listings are cut at half of it (reaper.passes.deadline).
+    pass_deadline: timedelta = timedelta(minutes=10)
     # --- newcomer and operator (#19) -------------------------------------------------------
     # Runway: alert when a balance lasts fewer hours than this at the current spend; 0 = off.
     balance_hours: float = 12.0
@@ -500,6 +502,7 @@ def load_settings(
         ("REAPER_REAP_EVERY", "reap_every"),
         ("REAPER_WATCH_EVERY", "watch_every"),
         ("REAPER_VOLUME_ORPHAN_AFTER", "volume_orphan_after"),
+        ("REAPER_PASS_DEADLINE", "pass_deadline"),
     ):
         if (raw := get(variable)) is not None:
             kwargs[attr] = parse_duration(raw, variable)

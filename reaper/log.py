@@ -36,7 +36,10 @@ REDACTED = "[redacted]"
 LOGGER = "reaper"
 # Outcomes that are worth a WARNING line rather than an INFO one.
 _WARNING_RESULTS = frozenset({"error", "failed", "config_error", "bad_event", "undelivered"})
-_ERROR_EVENTS = frozenset({"schedule_error", "close_error", "weak_key"})
+# A failing store is said whatever LOG_LEVEL, and so is its end (one line each per episode).
+_ERROR_EVENTS = frozenset(
+    {"schedule_error", "close_error", "store_failing", "store_recovered", "weak_key"}
+)
 _LEVELS = {
     "debug": logging.DEBUG,
     "info": logging.INFO,

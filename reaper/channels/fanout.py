@@ -6,13 +6,17 @@ its own deadline, and whatever goes wrong becomes a failed `Delivery`, never an 
 reap pass or the watcher that called `send`.
 
 Retries, backoff and timeouts live here once; a channel only says how to turn an `Alert` into
-requests and how to read its server's answers (`Verdict`).
+requests and how to read its server's answers (`Verdict`). Every attempt is bounded in total
+(`ChannelOptions.timeout` covers connect, headers and the whole answer, so a server trickling
+bytes cannot hold it) and its answer is read no further than `ANSWER_CAP`: a channel's server
+is a phone's relay, and what it answers is a few hundred bytes.
 """
 
 from __future__ import annotations
 
 import asyncio
 import functools
+import json
 import ssl
 import time
 from collections.abc import Sequence
@@ -21,6 +25,7 @@ from importlib import import_module
 from typing import TYPE_CHECKING, Any
 
 from reaper import USER_AGENT, log
+from reaper.capped import byte_size, read_capped
 from reaper.channels.base import (
     Channel,
     ChannelOptions,
@@ -37,6 +42,10 @@ from reaper.text import shown
 
 if TYPE_CHECKING:
     import httpx
+
+# The most of a channel server's answer that is read: Telegram's echo of a 4096-character
+# message is the largest real one, at some KB.
+ANSWER_CAP = 256 * 1024
 
 
 @dataclass
@@ -67,9 +76,9 @@ def _sanitise(alert: Alert, secrets: Sequence[str]) -> Alert:
     )
 
 
-def _json_or_none(response: httpx.Response) -> Any:
+def _json_or_none(body: bytes) -> Any:
     try:
-        return response.json()
+        return json.loads(body)
     except ValueError:
         return None
 
@@ -84,12 +93,32 @@ def _with_retry_after(verdict: Verdict, header: str | None) -> Verdict:
     return Verdict("retry", verdict.detail, float(header.strip()))
 
 
+async def _post(
+    client: httpx.AsyncClient,
+    channel: Channel,
+    request: ChannelRequest,
+    options: ChannelOptions,
+    cap: int,
+) -> Verdict:
+    """One attempt, its whole answer within `options.timeout` (TimeoutError past it)."""
+    async with (
+        asyncio.timeout(options.timeout),
+        client.stream("POST", request.url, json=request.body, headers=request.headers) as response,
+    ):
+        body = await read_capped(response, cap)
+    if body is None:
+        return Verdict("fail", f"HTTP {response.status_code}: answered more than {byte_size(cap)}")
+    verdict = channel.classify(response.status_code, _json_or_none(body))
+    return _with_retry_after(verdict, response.headers.get("retry-after"))
+
+
 async def _post_with_retries(
     client: httpx.AsyncClient,
     channel: Channel,
     request: ChannelRequest,
     options: ChannelOptions,
     outcome: _Outcome,
+    cap: int,
 ) -> Verdict:
     """Send one request until it succeeds, fails for good, or runs out of attempts."""
     import httpx  # with the first delivery: a ping never pays for the HTTP client's import
@@ -101,16 +130,13 @@ async def _post_with_retries(
         attempts += 1
         outcome.attempts += 1
         try:
-            response = await client.post(request.url, json=request.body, headers=request.headers)
-        except httpx.TimeoutException:
+            verdict = await _post(client, channel, request, options, cap)
+        except (TimeoutError, httpx.TimeoutException):
             verdict = Verdict("retry", f"no answer within {options.timeout:g}s")
         except httpx.TransportError as exc:
             verdict = Verdict("retry", f"connection failed ({type(exc).__name__})")
         except httpx.HTTPError as exc:
             return Verdict("fail", f"request failed ({type(exc).__name__})")
-        else:
-            verdict = channel.classify(response.status_code, _json_or_none(response))
-            verdict = _with_retry_after(verdict, response.headers.get("retry-after"))
         if verdict.kind != "retry":
             return verdict
         if verdict.retry_after is not None and verdict.retry_after > options.max_retry_after:
@@ -128,7 +154,7 @@ async def _post_with_retries(
 
 
 @functools.cache
-def _tls() -> ssl.SSLContext:
+def tls_context() -> ssl.SSLContext:
     """Loading the CA bundle costs ~100 ms of CPU; one context serves every client."""
     import httpx
 
@@ -136,7 +162,7 @@ def _tls() -> ssl.SSLContext:
 
 
 async def _deliver(
-    channel: Channel, alert: Alert, options: ChannelOptions, outcome: _Outcome
+    channel: Channel, alert: Alert, options: ChannelOptions, outcome: _Outcome, cap: int
 ) -> None:
     """Fills `outcome` as it goes, so that a deadline cutting this short still reports what
     was tried."""
@@ -146,12 +172,12 @@ async def _deliver(
     outcome.parts = len(requests)
     async with httpx.AsyncClient(
         timeout=options.timeout,
-        verify=_tls(),
+        verify=tls_context(),
         follow_redirects=False,
         headers={"User-Agent": USER_AGENT},
     ) as client:
         for number, request in enumerate(requests, start=1):
-            verdict = await _post_with_retries(client, channel, request, options, outcome)
+            verdict = await _post_with_retries(client, channel, request, options, outcome, cap)
             if verdict.kind != "ok":
                 where = f"part {number}/{len(requests)}: " if len(requests) > 1 else ""
                 outcome.detail = where + verdict.detail
@@ -170,10 +196,13 @@ class FanoutNotifier:
         channels: Sequence[Channel],
         options: ChannelOptions | None = None,
         unheard: frozenset[str] = frozenset(),
+        *,
+        answer_cap: int = ANSWER_CAP,
     ) -> None:
         self.channels = list(channels)
         self.options = options or ChannelOptions()
         self.unheard = unheard
+        self.answer_cap = answer_cap
 
     async def send(self, alert: Alert) -> list[Delivery]:
         return list(await asyncio.gather(*(self._one(c, alert) for c in self.channels)))
@@ -184,7 +213,7 @@ class FanoutNotifier:
         try:
             alert = _sanitise(alert, channel.secrets)
             async with asyncio.timeout(self.options.deadline):
-                await _deliver(channel, alert, self.options, outcome)
+                await _deliver(channel, alert, self.options, outcome, self.answer_cap)
         except TimeoutError:
             outcome.detail = f"gave up after {self.options.deadline:g}s (channel deadline)"
         except Exception as exc:

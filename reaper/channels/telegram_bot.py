@@ -7,15 +7,19 @@ beyond what Telegram vouches for — the chat it came from (checked against TELE
 
 `TelegramBot` makes the calls (`getUpdates`, `answerCallbackQuery`, `editMessageText`,
 `editMessageReplyMarkup`, `setWebhook`, `deleteWebhook`) with the bot token in the URL path, as
-the API wants it; an error names the method and Telegram's description, never the URL.
+the API wants it; an error names the method and Telegram's description, never the URL. Each call
+is bounded in total (connect, headers and the whole answer: a server trickling bytes cannot hold
+the poller) and reads at most `ANSWER_CAP` of the answer.
 """
 
 from __future__ import annotations
 
+import json
 from dataclasses import dataclass, field
 from typing import Any
 
 from reaper import USER_AGENT
+from reaper.capped import byte_size, read_capped
 from reaper.channels.telegram import MESSAGE_LIMIT, TelegramSettings, chat_value, utf16_len
 from reaper.text import shown
 
@@ -23,6 +27,9 @@ from reaper.text import shown
 ANSWER_LIMIT = 200
 # The long poll: Telegram holds getUpdates open this long when nothing happens.
 POLL_SECONDS = 25
+# The most of an answer read: getUpdates brings at most 100 updates, each a press with the
+# message it was made on (4096 characters at most).
+ANSWER_CAP = 2 * 1024 * 1024
 
 
 class BotError(Exception):
@@ -140,25 +147,43 @@ class TelegramBot:
     """The bot's API calls, each one HTTP request with a bounded wait (short: an answer is
     given inside a webhook request, which on Lambda has 10 s in all)."""
 
-    def __init__(self, settings: TelegramSettings, *, timeout: float = 5.0) -> None:
+    def __init__(
+        self, settings: TelegramSettings, *, timeout: float = 5.0, answer_cap: int = ANSWER_CAP
+    ) -> None:
         self._base = f"{settings.api_url.rstrip('/')}/bot{settings.token}"
         self.chat_id = settings.chat_id
         self.timeout = timeout
+        self.answer_cap = answer_cap
 
     async def call(self, method: str, payload: dict[str, Any], *, wait: float = 0.0) -> Any:
         """The `result` of one call; `BotError` for anything else. `wait`: extra seconds the
-        server may hold the answer (a long poll)."""
+        server may hold the answer (a long poll); the whole call never takes longer than
+        `timeout` + `wait`."""
+        import asyncio
+
         import httpx
 
+        from reaper.channels.fanout import tls_context
+
+        limit = self.timeout + wait
         try:
-            async with httpx.AsyncClient(
-                timeout=self.timeout + wait, headers={"User-Agent": USER_AGENT}
-            ) as client:
-                response = await client.post(f"{self._base}/{method}", json=payload)
+            async with (
+                asyncio.timeout(limit),
+                httpx.AsyncClient(
+                    timeout=limit, verify=tls_context(), headers={"User-Agent": USER_AGENT}
+                ) as client,
+                client.stream("POST", f"{self._base}/{method}", json=payload) as response,
+            ):
+                body = await read_capped(response, self.answer_cap)
+        except TimeoutError:
+            raise BotError(f"{method}: no complete answer within {limit:g}s") from None
         except httpx.HTTPError as exc:
             raise BotError(f"{method}: no answer ({type(exc).__name__})") from None
+        if body is None:
+            detail = f"answered more than {byte_size(self.answer_cap)}"
+            raise BotError(f"{method}: HTTP {response.status_code}: {detail}", response.status_code)
         try:
-            answer = response.json()
+            answer = json.loads(body)
         except ValueError:
             answer = None
         if isinstance(answer, dict) and answer.get("ok") is True:

@@ -16,6 +16,7 @@ from typing import Any
 
 from reaper import __version__, log
 from reaper.config import ConfigError, Settings, load_settings, parse_duration
+from reaper.store.failure import store_failure
 
 EXIT_OK = 0
 EXIT_ATTENTION = 1
@@ -436,12 +437,17 @@ def _dynamodb_problem(kind: str, text: str) -> str:
 
 def _unexpected(exc: Exception) -> int:
     """Never a traceback for the user: one line, no secret in it. A store that cannot be
-    reached (DynamoDB without credentials or network) names REAPER_STATE; anything else is a
-    bug, and REAPER_DEBUG=1 shows its traceback."""
+    written (a full or read-only disk) or reached (DynamoDB without credentials or network)
+    names REAPER_STATE; anything else is a bug, and REAPER_DEBUG=1 shows its traceback."""
     if os.environ.get("REAPER_DEBUG") == "1":
         raise exc
     text = log.redact(" ".join(str(exc).split()))[:200]
     kind = type(exc).__name__
+    failure = store_failure(exc)
+    if failure is not None and failure.backend != "dynamodb":
+        line = f"REAPER_STATE: {failure.cause}: {failure.advice} ({failure.detail})"
+        print(f"reaper: {line}", file=sys.stderr)
+        return EXIT_ATTENTION
     if type(exc).__module__.startswith(("botocore", "boto3")):
         print(f"reaper: REAPER_STATE: {_dynamodb_problem(kind, text)}", file=sys.stderr)
         # No credentials, no region or no such table is configuration; a network or service

@@ -5,7 +5,10 @@ awaitable form); every rule of the contract lives here once. The rules that matt
 from the threat model: a wrong key answers exactly like an unknown route (a stranger learns
 nothing, not even that /ping exists), bodies and rates are capped before anything touches the
 store, and no request ever gets a 500 for what it sent — only a genuine bug does, with a
-generic body and a log line without the key.
+generic body and a log line without the key. A store that cannot be written (a full or
+read-only disk, DynamoDB throttling) answers 503 with `Retry-After`, opens an episode the
+process remembers (`reaper.store.failure`: logged at ERROR and alerted once, shown by
+`/healthz`) and closes it with the first ping stored again.
 
 A cold ping stays cheap: this module imports what `/healthz` and `/ping` need and no more. The
 other routes live in `reaper.interfaces.routes`, which the route table names by import path
@@ -35,6 +38,13 @@ from reaper.core.heartbeat import HOST_RULE, Ping, PingKind, valid_host
 from reaper.interfaces.ratelimit import Rate, TokenBuckets, retry_after
 from reaper.passes.ping import PingOutcome, place_ping, prune_retired, send_ping_alert
 from reaper.store.base import Store
+from reaper.store.failure import (
+    RETRY_AFTER_SECONDS,
+    StoreFailure,
+    StoreHealth,
+    failure_alert,
+    store_failure,
+)
 
 if TYPE_CHECKING:
     from reaper.channels.base import Notifier
@@ -111,6 +121,8 @@ class App:
     ) -> None:
         self.settings = settings
         self.store = store
+        # The store's failure episode as this process's requests (and passes) saw it.
+        self.health = StoreHealth()
         # The configured alert channels; none -> /alert answers 503.
         self.channels = tuple(channels)
         self.notifier: Notifier = _Budgeted(notifier, self.channels, send_budget)
@@ -325,6 +337,8 @@ def _ping(request: Request, app: App, params: Params) -> Answer:
 def _pinged(app: App, outcome: PingOutcome) -> Response:
     if not outcome.accepted:
         return text_response(404 if outcome.missing else 403, outcome.reason)
+    if outcome.monitor is not None:
+        app.health.recovered()  # the monitor was written: the store takes writes again
     if outcome.monitor is not None and outcome.monitor.status == "retired":
         app.note_retired()
     return text_response(200, "OK")
@@ -338,6 +352,11 @@ async def _alerting(app: App, ping: Ping, outcome: PingOutcome, alert: Alert) ->
 
 
 def _healthz(request: Request, app: App, params: Params) -> Answer:
+    """What the process last saw of its store: no store call of its own (it would fail, or
+    hang, with the store)."""
+    cause = app.health.cause
+    if cause is not None:
+        return json_response(503, {"ok": False, "store": cause})
     return json_response(200, {"ok": True})
 
 
@@ -537,24 +556,49 @@ def _bug(request: Request, exc: Exception) -> Response:
     return text_response(500, "internal error")
 
 
+def store_unavailable(failure: StoreFailure) -> Response:
+    return text_response(
+        503,
+        f"the state store is failing ({failure.cause}); retry later",
+        {"retry-after": str(RETRY_AFTER_SECONDS)},
+    )
+
+
+def _failed(request: Request, app: App, exc: Exception) -> Answer:
+    """A store failure is 503 with `Retry-After` (the first of an episode answers once its
+    alert went, within the request's budget); anything else is a bug."""
+    failure = store_failure(exc)
+    if failure is None:
+        return _bug(request, exc)
+    if app.health.failed(failure):
+        return _alerted(app, failure)
+    return store_unavailable(failure)
+
+
+async def _alerted(app: App, failure: StoreFailure) -> Response:
+    await app.notifier.send(failure_alert(failure))
+    return store_unavailable(failure)
+
+
 def respond(request: Request, app: App) -> Response | Awaitable[Response]:
     """Answer one request: its `Response` when nothing had to wait (a ping that alerts nobody,
-    a refusal), else an awaitable of it. Never raises: a bug becomes a generic 500 and one log
-    line."""
+    a refusal), else an awaitable of it. Never raises: a store that fails is a 503, a bug a
+    generic 500 and one log line."""
     try:
         answer = _route(request, app)
     except Exception as exc:
-        return _for_method(request, _bug(request, exc))
+        answer = _failed(request, app, exc)
     if isinstance(answer, Response):
         return _for_method(request, answer)
-    return _finished(request, answer)
+    return _finished(request, app, answer)
 
 
-async def _finished(request: Request, pending: Awaitable[Response]) -> Response:
+async def _finished(request: Request, app: App, pending: Awaitable[Response]) -> Response:
     try:
         response = await pending
     except Exception as exc:
-        response = _bug(request, exc)
+        failed = _failed(request, app, exc)
+        response = failed if isinstance(failed, Response) else await failed
     return _for_method(request, response)
 
 

@@ -9,8 +9,13 @@ adapter calls). Known pitfalls this module exists to avoid:
 The lifespan runs the watch and reap schedules, the store's checkpoints (a thread copies
 SQLite's WAL into the file, rather than the commit of whichever request crosses its size) and
 the Telegram long poll for button presses (when a bot is configured without
-TELEGRAM_WEBHOOK_SECRET); shutdown (SIGTERM/SIGINT, handled by uvicorn) lets a running pass
-finish, then closes the provider clients and the store.
+TELEGRAM_WEBHOOK_SECRET). SIGTERM/SIGINT (handled by uvicorn) stop the process within 10 s, even
+mid-pass: the schedules stop at the signal itself, a running pass gets STOP_GRACE seconds to
+finish and is then cancelled (its lease released; a delete it had asked for is left as a
+`requested` audit record the next pass settles), while uvicorn drains the requests under way;
+then the provider clients and the store are closed. A pass or request that meets a failing store
+opens the episode `/healthz` reports (`reaper.store.failure`), closed by the next ping or reap
+pass that writes again.
 """
 
 from __future__ import annotations
@@ -27,6 +32,7 @@ from contextlib import contextmanager, suppress
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 from datetime import time as dtime
+from types import FrameType
 from typing import Any
 
 import uvicorn
@@ -46,15 +52,22 @@ from reaper.interfaces.http import (
     handle,
     redact_path,
 )
+from reaper.passes.deadline import BACKSTOP_GRACE, pass_seconds
 from reaper.passes.watch import watch_pass
 from reaper.providers.base import ProviderClient
 from reaper.store.base import Store
+from reaper.store.failure import StoreHealth, failure_alert, store_failure
 from reaper.store.sqlite import SQLiteStore, StoreSchemaError
 
 Scope = MutableMapping[str, Any]
 Message = MutableMapping[str, Any]
 Receive = Callable[[], Awaitable[Message]]
 Send = Callable[[Message], Awaitable[None]]
+
+# How long a stop waits for a running pass before cancelling it; with uvicorn's drain of the
+# requests under way (GRACEFUL_SECONDS, at the same time), the process ends within 10 s of SIGTERM.
+STOP_GRACE = 3.0
+GRACEFUL_SECONDS = 7
 
 
 # --- schedules ----------------------------------------------------------------------------
@@ -83,15 +96,23 @@ def next_daily(at: dtime, now: datetime) -> datetime:
 
 
 class Scheduler:
-    """Runs each job in its own loop until stopped; a stop waits for the running pass.
+    """Runs each job in its own loop until stopped; a stop waits `grace` seconds for the running
+    pass, then cancels it.
 
     A pass that raises is logged and the loop goes on: one bad pass must not end the schedule.
     `on_pass` (tests) is called after every pass with the job's name.
     """
 
-    def __init__(self, jobs: Sequence[Job], on_pass: Callable[[str], None] | None = None) -> None:
+    def __init__(
+        self,
+        jobs: Sequence[Job],
+        on_pass: Callable[[str], None] | None = None,
+        *,
+        grace: float = STOP_GRACE,
+    ) -> None:
         self.jobs = list(jobs)
         self.passes: dict[str, int] = {job.name: 0 for job in jobs}
+        self.grace = grace
         self._on_pass = on_pass
         self._stop = asyncio.Event()
         self._tasks: list[asyncio.Task[None]] = []
@@ -105,8 +126,14 @@ class Scheduler:
         for job in self.jobs:
             if job.on_stop is not None:
                 job.on_stop()
-        await asyncio.gather(*self._tasks, return_exceptions=True)
-        self._tasks = []
+        tasks, self._tasks = self._tasks, []
+        if not tasks:
+            return
+        _, running = await asyncio.wait(tasks, timeout=self.grace)
+        for task in running:
+            log.event("pass_cancelled", job=task.get_name(), grace_s=self.grace)
+            task.cancel()
+        await asyncio.gather(*tasks, return_exceptions=True)
 
     async def _wait(self, seconds: float) -> bool:
         """Sleep `seconds` or until stopped; True when stopped."""
@@ -131,27 +158,68 @@ class Scheduler:
                 return
 
 
+def watching_store(
+    run: Callable[[], Awaitable[object]],
+    health: StoreHealth,
+    notifier: Notifier,
+    *,
+    writes: bool = False,
+) -> Callable[[], Awaitable[None]]:
+    """A job whose store failure opens (or continues) the process's episode — alerted once,
+    through the notifier alone — instead of an ERROR line every period; `writes`: the job
+    always writes, so its success closes the episode."""
+
+    async def watched() -> None:
+        try:
+            await run()
+        except Exception as exc:
+            failure = store_failure(exc)
+            if failure is None:
+                raise
+            if health.failed(failure):
+                await notifier.send(failure_alert(failure))
+            return
+        if writes:
+            health.recovered()
+
+    return watched
+
+
 def serve_jobs(
     settings: Settings,
     store: Store,
     notifier: Notifier,
     clock: Clock,
     clients: Sequence[ProviderClient],
+    *,
+    health: StoreHealth | None = None,
 ) -> list[Job]:
     """The watch schedule always; the reap schedule and the daily digest only when a provider
-    key is set (the digest reports on the providers' spend and balances)."""
+    key is set (the digest reports on the providers' spend and balances). `health`: the store's
+    episode, shared with the HTTP API."""
     listening_since = clock.now()
+    health = health or StoreHealth()
 
     async def watch() -> None:
         await watch_pass(settings, store, notifier, clock, clients, listening_since=listening_since)
 
-    jobs = [Job("watch", settings.watch_every, watch)]
+    jobs = [Job("watch", settings.watch_every, watching_store(watch, health, notifier))]
     if settings.accounts:
 
         async def reap() -> None:
             from reaper.passes.reap import reap_once
 
-            await reap_once(settings, store, notifier, clock)
+            # A backstop beyond the pass's own deadline: a pass never holds the schedule (and
+            # its lease) for ever, whatever it waits on.
+            limit = pass_seconds(settings.pass_deadline) + BACKSTOP_GRACE
+            backstop = asyncio.timeout(limit)
+            try:
+                async with backstop:
+                    await reap_once(settings, store, notifier, clock)
+            except TimeoutError:
+                if not backstop.expired():
+                    raise
+                log.event("reap", result="error", error=f"the pass was stopped after {limit:g} s")
 
         async def digest() -> None:
             from reaper.passes.digest import digest_once
@@ -163,9 +231,12 @@ def serve_jobs(
             now = clock.now()
             return (next_daily(settings.digest_at, now) - now).total_seconds()
 
-        jobs.append(Job("reap", settings.reap_every, reap))
+        jobs.append(
+            Job("reap", settings.reap_every, watching_store(reap, health, notifier, writes=True))
+        )
         # At REAPER_DIGEST_AT (08:00 UTC), as on AWS; never at start-up.
-        jobs.append(Job("digest", timedelta(days=1), digest, delay=until_digest))
+        digest_job = watching_store(digest, health, notifier)
+        jobs.append(Job("digest", timedelta(days=1), digest_job, delay=until_digest))
     jobs += press_jobs(settings, store, notifier, clock)
     return jobs
 
@@ -252,6 +323,7 @@ class ReaperASGI:
         self.scheduler = scheduler
         self._on_close = list(on_close)
         self._closed = False
+        self._stopping: asyncio.Task[None] | None = None
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] == "lifespan":
@@ -287,14 +359,22 @@ class ReaperASGI:
                 await send({"type": "lifespan.shutdown.complete"})
                 return
 
+    def stop_schedules(self) -> None:
+        """Start stopping the schedules now (at the signal), not after uvicorn has drained the
+        requests: both then take their time side by side."""
+        if self.scheduler is not None and self._stopping is None:
+            self._stopping = asyncio.ensure_future(self.scheduler.stop())
+
     async def close(self) -> None:
-        """Let the running passes finish, then release clients and the store. Only the first
-        call does anything: the lifespan shutdown and the server's own `finally` both call it."""
+        """Stop the schedules (a running pass has the scheduler's grace to finish, then is
+        cancelled), then release clients and the store. Only the first call does anything: the
+        lifespan shutdown and the server's own `finally` both call it."""
         if self._closed:
             return
         self._closed = True
-        if self.scheduler is not None:
-            await self.scheduler.stop()
+        self.stop_schedules()
+        if self._stopping is not None:
+            await self._stopping
         for closer in self._on_close:
             try:
                 await closer()
@@ -314,10 +394,14 @@ def build_asgi(
     jobs: Sequence[Job] = (),
     on_pass: Callable[[str], None] | None = None,
     on_close: Sequence[Callable[[], Awaitable[None]]] = (),
+    health: StoreHealth | None = None,
 ) -> ReaperASGI:
     """The ASGI app of `reaper serve` from its parts; tests pass a FakeClock, a recording
-    notifier and no jobs (or jobs of their own)."""
+    notifier and no jobs (or jobs of their own). `health`: the store's episode, shared with
+    the jobs."""
     app = App(settings, store, notifier, clock, channels=channels, limits=limits)
+    if health is not None:
+        app.health = health
     scheduler = Scheduler(jobs, on_pass) if jobs else None
     return ReaperASGI(app, scheduler, on_close)
 
@@ -359,7 +443,7 @@ def uvicorn_config(asgi: ReaperASGI) -> uvicorn.Config:
         # it does not answer. Without it, the request is answered as plain HTTP.
         ws="none",
         loop="auto",  # uvloop when installed, else asyncio
-        timeout_graceful_shutdown=10,
+        timeout_graceful_shutdown=GRACEFUL_SECONDS,
     )
 
 
@@ -372,17 +456,20 @@ class _Server(uvicorn.Server):
     properly; `reaper serve` returns 0 instead, as a finished command does.
 
     A second SIGINT makes uvicorn skip the lifespan shutdown, and the end of its event loop
-    would then cancel a running pass (a reap between a termination and its audit record) and
-    leave the store open. `serve` therefore closes the app in a `finally`, on the same loop:
-    the pass finishes, clients and the store are closed.
+    would then cancel a running pass without its grace and leave the store open. `serve`
+    therefore closes the app in a `finally`, on the same loop: the pass gets its grace (then is
+    cancelled, its lease released), clients and the store are closed. The schedules start
+    stopping at the signal itself (`handle_exit`), beside uvicorn's drain of the requests.
     """
 
     def __init__(self, config: uvicorn.Config, asgi: ReaperASGI) -> None:
         super().__init__(config)
         self.ready = threading.Event()
         self._asgi = asgi
+        self._loop: asyncio.AbstractEventLoop | None = None
 
     async def serve(self, sockets: list[socket.socket] | None = None) -> None:
+        self._loop = asyncio.get_running_loop()
         try:
             await super().serve(sockets)
         finally:
@@ -391,6 +478,12 @@ class _Server(uvicorn.Server):
     async def startup(self, sockets: list[socket.socket] | None = None) -> None:
         await super().startup(sockets)
         self.ready.set()
+
+    def handle_exit(self, sig: int, frame: FrameType | None) -> None:
+        """The signal: uvicorn stops serving, and the schedules start stopping at once."""
+        super().handle_exit(sig, frame)
+        if self._loop is not None and not self._loop.is_closed():
+            self._loop.call_soon_threadsafe(self._asgi.stop_schedules)
 
     @contextmanager
     def capture_signals(self) -> Iterator[None]:
@@ -518,6 +611,7 @@ def serve_command(settings: Settings, host: str, port: int) -> int:
     request_notifier: Notifier = make_notifier(settings, options=REQUEST_CHANNEL_OPTIONS)
     channels: list[str] = list(channels_configured(settings))
     clients: list[ProviderClient] = list(make_clients(settings)) if settings.accounts else []
+    health = StoreHealth()
 
     async def close_clients() -> None:
         for client in clients:
@@ -529,8 +623,9 @@ def serve_command(settings: Settings, host: str, port: int) -> int:
         request_notifier,
         clock,
         channels=channels,
-        jobs=serve_jobs(settings, store, notifier, clock, clients),
+        jobs=serve_jobs(settings, store, notifier, clock, clients, health=health),
         on_close=[close_clients],
+        health=health,
     )
     _announce(settings, host, sock.getsockname()[1], channels)
     try:

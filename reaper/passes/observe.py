@@ -1,7 +1,9 @@
 """The one listing of every account: what every pass knows of the fleet comes from here.
 
 All accounts of every provider are listed concurrently. An account whose listing failed is an
-error for that account — never a shorter fleet — and the others go on. One id listed twice with
+error for that account — never a shorter fleet — and the others go on. Under a pass deadline an
+account still listing at its cutoff is such an error too, its requests cancelled: one slow or
+hostile endpoint never holds the others' decisions past the cutoff. One id listed twice with
 different facts (on two pages, or through two keys of one account) is one instance, unknown.
 Balances and volumes, which the guards and the digest read beside the listing, come from here
 too (`read_extras`), so that nothing lists the same accounts twice.
@@ -15,7 +17,8 @@ from dataclasses import dataclass, field
 
 from reaper import log
 from reaper.core.models import AccountError, Balance, BilledDay, Instance, Volume
-from reaper.providers.base import ProviderClient, error_text
+from reaper.passes.deadline import PassDeadline
+from reaper.providers.base import ProviderClient, ProviderError, error_text
 from reaper.providers.parsing import merge_duplicates
 
 # How much of the providers' own billing history a pass reads: the status page's longest chart.
@@ -43,11 +46,15 @@ class Observation:
 
 
 async def observe(
-    clients: Sequence[ProviderClient], *, providers: Collection[str] | None = None
+    clients: Sequence[ProviderClient],
+    *,
+    providers: Collection[str] | None = None,
+    deadline: PassDeadline | None = None,
 ) -> Observation:
-    """One listing per account (of `providers` only, when given), all at once."""
+    """One listing per account (of `providers` only, when given), all at once; with a
+    `deadline`, each account's no later than its listing cutoff."""
     chosen = [c for c in clients if providers is None or c.provider in providers]
-    results = await asyncio.gather(*(c.list_instances() for c in chosen), return_exceptions=True)
+    results = await _listings(chosen, deadline)
     seen = Observation()
     listed: list[Instance] = []
     for client, result in zip(chosen, results, strict=True):
@@ -64,6 +71,30 @@ async def observe(
         listed += result
     seen.instances = merge_duplicates(listed)
     return seen
+
+
+async def _listings(
+    clients: Sequence[ProviderClient], deadline: PassDeadline | None
+) -> list[list[Instance] | BaseException]:
+    """Each client's listing or its failure, in order. The ones still running at the cutoff
+    are cancelled (their requests with them) and fail with the cutoff's reason; all of them are
+    cancelled if the caller is (`reaper serve` stopping)."""
+    tasks = [asyncio.ensure_future(c.list_instances()) for c in clients]
+    try:
+        if tasks:
+            await asyncio.wait(tasks, timeout=None if deadline is None else deadline.listing_left())
+    finally:
+        for task in tasks:
+            task.cancel()
+        await asyncio.gather(*tasks, return_exceptions=True)
+    results: list[list[Instance] | BaseException] = []
+    for client, task in zip(clients, tasks, strict=True):
+        if task.cancelled():
+            late = deadline.listing_late() if deadline else "the listing was cancelled"
+            results.append(ProviderError(client.provider, client.account, late))
+        else:
+            results.append(task.exception() or task.result())
+    return results
 
 
 @dataclass

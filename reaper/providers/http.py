@@ -3,9 +3,16 @@
 Why one layer: the providers fail in the same ways (429 storms, 5xx, dropped connections,
 hung calls) and the reaper must treat them the same way everywhere: a timeout on every call,
 capped exponential backoff with jitter, `Retry-After` honoured when a provider sends it (RunPod
-does; Vast publishes none), and an adaptive concurrency limit per client that halves on a 429
-and grows back on successes, so that a burst of terminations slows itself down instead of
-hammering an API that is already saying "too many".
+does; Vast publishes none), rate-limit headers that say the quota is spent obeyed before the
+429 comes (`reaper.providers.pacing`), and an adaptive concurrency limit per client that halves
+on a 429 and grows back on successes, so that a burst of terminations slows itself down
+instead of hammering an API that is already saying "too many".
+
+Bounded whatever the provider sends: every attempt has a total deadline (connect, headers and
+the whole body: a provider that trickles a byte every few seconds never resets it, as it would
+a per-read timeout) and its body is read streaming and given up at a size cap (a 500 MB answer
+or an endless stream never reaches memory). Over the cap is an error for the account at once
+(a provider that sent too much will again); a deadline passed is retried like a timeout.
 
 DELETE is retried like the reads: both providers' deletes are idempotent (a repeat of one that
 did go through answers 404 `not_found`), and the reap pass confirms by re-listing anyway.
@@ -33,26 +40,34 @@ from urllib.parse import urlsplit
 import httpx
 
 from reaper import USER_AGENT, log
+from reaper.capped import byte_size, read_capped
 from reaper.config import Account
 from reaper.core.models import Instance, ProviderName
 from reaper.providers.base import ProviderError, StaleReading, error_text
+from reaper.providers.pacing import pacing_wait
 from reaper.providers.parsing import clean_text
 
 RETRYABLE_STATUSES = frozenset({429, 500, 502, 503, 504})
 _SUMMARY_LIMIT = 200
+# A real page of a thousand pods is a few hundred KB; anything over this is not an answer.
+MAX_BODY = 8 * 1024 * 1024
 
 
 @dataclass(frozen=True)
 class HttpOptions:
     """Every knob of the request layer, so that tests can make backoff and timeouts tiny.
 
-    `timeout` bounds each attempt (connect, read, write and pool wait); `max_attempts` counts
-    the first try. The delay before retry n is drawn from [d/2, d] with
-    d = min(backoff_cap, backoff_base * 2**(n-1)); a `Retry-After` replaces it when longer,
-    capped at `retry_after_cap` so a provider cannot park a Lambda for its whole timeout.
+    `timeout` bounds each wait of an attempt (connect, each read, write and pool wait);
+    `deadline` the whole attempt (connect, headers and the entire body); `max_body` the bytes
+    an answer may hold. `max_attempts` counts the first try. The delay before retry n is drawn
+    from [d/2, d] with d = min(backoff_cap, backoff_base * 2**(n-1)); a `Retry-After` replaces
+    it when longer, capped at `retry_after_cap` so a provider cannot park a Lambda for its whole
+    timeout — and so is a wait its rate-limit headers ask for before any 429.
     """
 
     timeout: float = 20.0
+    deadline: float = 30.0
+    max_body: int = MAX_BODY
     max_attempts: int = 4
     backoff_base: float = 0.5
     backoff_cap: float = 10.0
@@ -61,8 +76,10 @@ class HttpOptions:
     min_concurrency: int = 1
 
     def __post_init__(self) -> None:
-        if self.timeout <= 0:
-            raise ValueError("HttpOptions.timeout must be above zero")
+        if self.timeout <= 0 or self.deadline <= 0:
+            raise ValueError("HttpOptions.timeout and deadline must be above zero")
+        if self.max_body < 1:
+            raise ValueError("HttpOptions.max_body must be at least 1")
         if self.max_attempts < 1:
             raise ValueError("HttpOptions.max_attempts must be at least 1")
         if self.backoff_base < 0 or self.backoff_cap < 0 or self.retry_after_cap < 0:
@@ -131,6 +148,8 @@ class CallStats:
     retries: int = 0
     throttled: int = 0
     delays: list[float] = field(default_factory=list)
+    # Waits the rate-limit headers asked for before a request went out.
+    paced: list[float] = field(default_factory=list)
 
 
 @dataclass(frozen=True)
@@ -231,6 +250,8 @@ class Requester:
         self.stats = CallStats()
         # The provider's clock, from the `Date` header of its latest answer.
         self.server_date: datetime | None = None
+        # A monotonic instant before which no request goes out (a spent rate-limit window).
+        self._resume_at = 0.0
         self._key = account.key
         self._client = httpx.AsyncClient(
             timeout=httpx.Timeout(options.timeout),
@@ -287,9 +308,10 @@ class Requester:
         4xx answers other than 429 are returned, not raised: only the client knows whether a
         404 means "gone" (and for Vast, only its `error` field says so). `not_after` (a
         monotonic instant) is checked right before each attempt goes out, after any wait for a
-        concurrency slot or a backoff: past it, `StaleReading` is raised and nothing is sent.
-        `before_send` runs once, right before the first attempt actually goes out (the reap pass
-        writes its audit record there, so a delete that was never sent leaves none).
+        concurrency slot, a backoff or the provider's rate limit: past it, `StaleReading` is
+        raised and nothing is sent. `before_send` runs once, right before the first attempt
+        actually goes out (the reap pass writes its audit record there, so a delete that was
+        never sent leaves none). An answer over `max_body` is a ProviderError at once.
         """
         path = urlsplit(url).path
         last_problem = ""
@@ -298,6 +320,7 @@ class Requester:
             retry_after: float | None = None
             try:
                 async with self.limit.slot():
+                    await self._paced()
                     if not_after is not None and time.monotonic() > not_after:
                         raise StaleReading(
                             self.provider,
@@ -307,25 +330,24 @@ class Requester:
                     if before_send is not None:
                         before_send()
                         before_send = None
-                    response = await self._client.request(
-                        method, url, params=params, json=json_body
-                    )
-                    body = response.content
+                    reply = await self._attempt(method, url, path, params, json_body)
+            except TimeoutError:
+                last_problem = f"did not finish in {self.options.deadline:g} s"
             except httpx.TimeoutException:
                 last_problem = f"timed out after {self.options.timeout:g}s"
             except httpx.TransportError as exc:
                 last_problem = f"connection failed ({exc.__class__.__name__})"
             else:
-                reply = Reply(method, path, response.status_code, response.headers, body)
-                self._note_date(response.headers.get("Date"))
+                self._note_date(reply.headers.get("Date"))
+                self._note_pacing(reply.headers)
                 if reply.status not in RETRYABLE_STATUSES:
                     self.limit.succeeded()
                     return reply
                 if reply.status == 429:
                     self.stats.throttled += 1
                     self.limit.throttled()
-                retry_after = parse_retry_after(response.headers.get("Retry-After"))
-                reason = self.reason(body)
+                retry_after = parse_retry_after(reply.headers.get("Retry-After"))
+                reason = self.reason(reply.body)
                 last_problem = f"HTTP {reply.status}" + (f" ({reason})" if reason else "")
             if attempt == self.options.max_attempts:
                 break
@@ -346,6 +368,54 @@ class Requester:
             await asyncio.sleep(delay)
         raise self.error(
             f"{method} {path} failed after {self.options.max_attempts} attempts: {last_problem}"
+        )
+
+    async def _attempt(
+        self,
+        method: str,
+        url: str,
+        path: str,
+        params: Mapping[str, str] | None,
+        json_body: Any,
+    ) -> Reply:
+        """One request, its whole answer read within `deadline` (TimeoutError past it) and
+        never more than `max_body` bytes of it (ProviderError)."""
+        async with (
+            asyncio.timeout(self.options.deadline),
+            self._client.stream(method, url, params=params, json=json_body) as response,
+        ):
+            body = await read_capped(response, self.options.max_body)
+        if body is None:
+            raise self.error(
+                f"{method} {path} answered more than {byte_size(self.options.max_body)}"
+            )
+        return Reply(method, path, response.status_code, response.headers, body)
+
+    async def _paced(self) -> None:
+        """Wait out a rate-limit window an earlier answer said was spent."""
+        wait = self._resume_at - time.monotonic()
+        if wait > 0:
+            await asyncio.sleep(wait)
+
+    def _note_pacing(self, headers: httpx.Headers) -> None:
+        """A spent window in the answer's rate-limit headers holds this account's next requests
+        until it resets (capped like `Retry-After`); unreadable headers change nothing."""
+        now = self.server_date.timestamp() if self.server_date is not None else time.time()
+        wait = pacing_wait(headers, now)
+        if wait is None or wait <= 0:
+            return
+        wait = min(wait, self.options.retry_after_cap)
+        resume_at = time.monotonic() + wait
+        if resume_at <= self._resume_at:
+            return
+        self._resume_at = resume_at
+        self.stats.paced.append(wait)
+        log.event(
+            "provider_pacing",
+            provider=self.provider,
+            account=self.account,
+            wait_s=round(wait, 3),
+            reason="the rate-limit headers say the quota is spent",
         )
 
     def _note_date(self, value: str | None) -> None:

@@ -8,6 +8,7 @@ from contextlib import contextmanager
 
 from reaper.config import ConfigError, StateURL
 from reaper.store.base import ReadOnlyStoreError, Store
+from reaper.store.failure import StoreFailure, store_failure
 
 
 def open_store(url: StateURL, *, read_only: bool = False, existing: bool = False) -> Store:
@@ -25,11 +26,26 @@ def open_store(url: StateURL, *, read_only: bool = False, existing: bool = False
         try:
             return SQLiteStore(url.location, read_only=read_only)
         except (sqlite3.Error, OSError, RuntimeError) as exc:
-            # Not a database, a path that cannot be created, a newer schema: a config error,
-            # one line naming the variable, like every other bad setting.
-            reason = " ".join(str(exc).split()) or type(exc).__name__
-            raise ConfigError("REAPER_STATE", f"cannot open {url.location}: {reason}") from None
+            # Not a database, a path that cannot be created, a newer schema, a full or
+            # read-only disk: one line naming the variable, like every other bad setting.
+            raise ConfigError("REAPER_STATE", _cannot(url.location, "open", exc)) from None
     return _open_dynamodb(url, read_only=read_only)
+
+
+def _disk_fault(exc: BaseException) -> StoreFailure | None:
+    """The failure when the disk is at fault (full, read-only, failing, locked), not the file."""
+    failure = store_failure(exc)
+    return failure if failure is not None and failure.cause != "corrupt" else None
+
+
+def _cannot(location: str, what: str, exc: BaseException) -> str:
+    """Why `location` cannot be opened or read, in one line: the disk's fault said as such,
+    anything else in SQLite's own words."""
+    failure = _disk_fault(exc)
+    if failure is not None:
+        return f"cannot {what} {location}: {failure.cause}: {failure.advice} ({failure.detail})"
+    reason = " ".join(str(exc).split()) or type(exc).__name__
+    return f"cannot {what} {location}: {reason}"
 
 
 @contextmanager
@@ -63,6 +79,8 @@ def _require_sqlite_state(location: str) -> None:
         finally:
             conn.close()
     except sqlite3.Error as exc:
+        if _disk_fault(exc) is not None:
+            raise ConfigError("REAPER_STATE", _cannot(location, "read", exc)) from None
         reason = " ".join(str(exc).split()) or type(exc).__name__
         expected = f"{location} is not a state database ({reason})"
         raise ConfigError("REAPER_STATE", expected) from None
