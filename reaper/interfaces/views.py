@@ -766,8 +766,18 @@ def fleet_view_json(view: FleetView) -> dict[str, Any]:
                 else {"since": iso(kept.since), "until": iso(kept.until), "by": kept.by},
             }
         )
+    needs_you = [
+        {
+            **_instance_json(item.instance),
+            "stopped_since": iso(item.instance.stopped_since),
+            "exempt": item.exempt,
+            "reason": item.reason,
+        }
+        for item in view.needs_you
+    ]
     return {
         "listed_at": iso(view.listed_at),
+        "needs_you": needs_you,
         "bills_per_hour": {
             "running": round(view.running_per_hour, 6),
             "storage": round(view.storage_per_hour, 6),
