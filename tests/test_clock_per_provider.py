@@ -31,13 +31,13 @@ def test_one_provider_off_by_ten_minutes_stops_only_itself(tmp_path: Path) -> No
         assert "Vast" in error.message and iso(w.clock.now()) in error.message
         assert iso(w.clock.now() + timedelta(minutes=10)) in error.message
         assert report.exit_code == 1
-        assert events(w.notifier).count("provider_clock") == 1
+        assert events(w.notifier).count("provider_clock_off") == 1
         assert "clock_behind" not in events(w.notifier)
 
         w.advance(1)
         again = w.run()
         assert [e.provider for e in again.errors] == ["vast"]
-        assert events(w.notifier).count("provider_clock") == 1, "once per episode"
+        assert events(w.notifier).count("provider_clock_off") == 1, "once per episode"
 
         w.vast._now = w.clock.now
         w.advance(1)

@@ -349,8 +349,8 @@ def provider_clock_off(provider: str, label: str, message: str) -> Alert:
             " repeated until the clocks agree again."
         ),
         level="critical",
-        event="provider_clock",
-        dedup_key=f"provider_clock:{provider}",
+        event="provider_clock_off",
+        dedup_key=f"provider_clock_off:{provider}",
     )
 
 

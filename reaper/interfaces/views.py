@@ -205,6 +205,10 @@ def reap_table(report: ReapReport, *, show_all: bool = False, width: int | None 
         lines.append(
             f"cap: more terminations were due than {report.cap_source}{cap} allows; none were done"
         )
+    exempt = [a for a in report.actions if a.exempt is not None]
+    if exempt:
+        named = ", ".join(f"{a.provider}:{a.id} ({a.exempt})" for a in exempt)
+        lines.append(f"needs you: past the deadline and not reaped: {named}")
     return "\n".join(lines)
 
 
@@ -512,10 +516,13 @@ def status_lines(data: dict[str, Any], *, width: int | None = None) -> list[str]
 def audit_json(
     records: Sequence[AuditRecord], actions: Sequence[ActionRecord] = ()
 ) -> dict[str, Any]:
-    """The object of `reaper audit --json`: the terminations, and the actions people took
+    """The object of `reaper audit --json`: the terminations, the deletes that never left
+    (`not_sent`: a pass died between recording one and sending it, and the next pass still
+    listed the instance in the same stretch — no termination), and the actions people took
     (`actions`: when, what, on what, who asked, through what, done, what happened)."""
     return {
-        "terminations": [r.model_dump(mode="json") for r in records],
+        "terminations": [r.model_dump(mode="json") for r in records if r.result != "not_sent"],
+        "not_sent": [r.model_dump(mode="json") for r in records if r.result == "not_sent"],
         "actions": [action_json(a) for a in actions],
     }
 
@@ -554,8 +561,16 @@ def audit_table(
 
 
 def _terminations_table(records: Sequence[AuditRecord], width: int | None) -> str:
+    never_sent = [r for r in records if r.result == "not_sent"]
+    records = [r for r in records if r.result != "not_sent"]
+    note = (
+        f"\n{len(never_sent)} delete(s) recorded but never sent (settled by the next pass, no"
+        " termination): " + ", ".join(f"{r.key} at {utc(r.requested_at)}" for r in never_sent)
+        if never_sent
+        else ""
+    )
     if not records:
-        return "no terminations recorded"
+        return "no terminations recorded" + note
     rows = [
         [
             utc(r.requested_at),
@@ -580,7 +595,7 @@ def _terminations_table(records: Sequence[AuditRecord], width: int | None) -> st
         width=width,
         shrink_first=(7, 4),
     )
-    return f"{summary}\n{table}"
+    return f"{summary}\n{table}{note}"
 
 
 # --- report ---------------------------------------------------------------------------------

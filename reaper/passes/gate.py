@@ -1,6 +1,6 @@
 """The one gate every DELETE passes through.
 
-A reap pass's due terminations and a "terminate now" — from a Telegram button, an action link,
+A reap pass's due terminations and a "terminate now" — from a chat button, an action link,
 the status page or the admin API, all carried out by `reap.request_pass` — end here, and only
 here: this is the one caller of `Effects.delete`, which is the one caller of a provider
 client's `terminate` (`tests/test_layout.py` checks both with grep). For each delete the gate
