@@ -385,6 +385,14 @@ class StoreContract:
         assert set(history.warnings) == {"runpod:b"}
         assert history.first_seen_stopped == {"runpod:a": T0, "runpod:b": T0}, "the clock stays"
 
+    def test_a_keep_or_an_unkeep_ends_a_terminate_now_request(self, store: Store) -> None:
+        store.request_termination(termination_request("runpod:a", expires_at=T0 + 24 * HOUR))
+        store.request_termination(termination_request("runpod:b", expires_at=T0 + 24 * HOUR))
+        store.keep(KeptInstance(key="runpod:a", since=T0 + MINUTE))
+        assert [r.key for r in store.termination_requests(T0)] == ["runpod:b"]
+        store.unkeep("runpod:b")
+        assert store.termination_requests(T0) == []
+
     def test_an_unkeep_drops_the_warning_too(self, store: Store) -> None:
         store.start_stopped_clock("runpod:a", T0)
         store.keep(KeptInstance(key="runpod:a", since=T0, until=T0 + HOUR))

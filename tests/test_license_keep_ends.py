@@ -74,3 +74,36 @@ def test_reaper_unkeep_voids_a_warning_given_before_it(tmp_path: Path) -> None:
         assert w.runpod.mutations == []
         w.advance(1)
         assert action_of(w.run(), pod) == "terminate"
+
+
+def test_a_keep_ends_a_terminate_now_still_waiting_for_a_pass(tmp_path: Path) -> None:
+    """Terminate now was pressed while a pass held the lease (it waits for the next pass),
+    then the pod was kept for half an hour: the person changed their mind. Once the keep is
+    over, the waiting press terminates nothing; a new warning comes first."""
+    from reaper.passes import keeping
+    from reaper.passes.reap import LEASE_NAME, LEASE_TTL
+
+    with phone(tmp_path) as p:
+        assert p.telegram is not None
+        pod = p.w.runpod.add_pod(status="EXITED", name="trainer-7")
+        p.warn()
+        message = p.warning_message()
+        store = p.w.store()
+        assert store.acquire_lease(LEASE_NAME, "another:1:pass", p.w.clock.now(), LEASE_TTL)
+        store.close()
+        p.telegram.press(message, "Terminate now")
+        p.poll()
+        p.telegram.press(p.telegram.message(message.message_id), "⚠️ Yes, terminate")
+        p.poll()
+        assert "not done yet" in p.telegram.message(message.message_id).text
+        store = p.w.store()
+        store.release_lease(LEASE_NAME, "another:1:pass")
+        now = p.w.clock.now()
+        key = f"runpod:{pod}"
+        keeping.keep(store, key, now=now, until=now + timedelta(minutes=30), by="me", via="test")
+        assert store.termination_requests(now) == [], "the keep ended the waiting press"
+        store.close()
+        p.w.advance(1)
+        report = p.run()
+        assert action_of(report, pod) == "warn"
+        assert p.w.runpod.mutations == []

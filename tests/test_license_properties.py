@@ -328,6 +328,8 @@ def test_while_held_back_the_license_stays_and_nobody_is_warned_again(
         if w.terminated:
             return
         apply(w, op)
+    if w.terminated:
+        return
     w.kept.clear()
     w.config = replace(w.config, mode="observe" if observe else "enforce", max_terminations=0)
     warned_before = len(w.buttons)

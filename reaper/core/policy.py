@@ -102,9 +102,13 @@ def stretch_request(
 ) -> TerminationRequest | None:
     """The "terminate now" bound to this stretch and mode that has not expired, or None. A
     request issued with a warning of an earlier stretch (before a restart), from the other
-    mode, or past its expiry asks nothing."""
+    mode, past its expiry, or followed by a keep (the person changed their mind) asks
+    nothing."""
     request = history.requests.get(inst_key)
     if request is None or request.stretch != stopped_since or request.mode != settings.mode:
+        return None
+    kept = history.kept.get(inst_key)
+    if kept is not None and kept.since >= request.requested_at:
         return None
     return request if now < request.expires_at else None
 

@@ -256,7 +256,12 @@ async def keep_leased(
     calls `on_lost` and ends, and the pass stops acting at its next step."""
     while True:
         await sleep(every)
-        if not store.renew_lease(name, owner, clock.now(), LEASE_TTL):
+        try:
+            renewed = store.renew_lease(name, owner, clock.now(), LEASE_TTL)
+        except Exception as exc:  # the store failing now: the next renewal (or step) decides
+            log.event("reap", result="renewal_failed", error=error_text(exc))
+            continue
+        if not renewed:
             log.event("reap", result="lease_lost", phase="background renewal")
             on_lost()
             return

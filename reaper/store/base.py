@@ -136,14 +136,14 @@ class Store(Protocol):
         ...
 
     def keep(self, kept: KeptInstance) -> None:
-        """Record the keep and drop the key's warning: a warning answered with a keep licenses
-        nothing once the keep ends (the next pass warns anew). The warning goes first: a
-        crash between the two leaves no license behind."""
+        """Record the keep and drop the key's warning and "terminate now" request: a warning
+        (or a press) answered with a keep leads to no termination once the keep ends (the
+        next pass warns anew). They go first: a crash between leaves no license behind."""
         ...
 
     def unkeep(self, key: str) -> bool:
-        """End the key's keep and drop its warning, as `keep` does; True if a keep was
-        recorded."""
+        """End the key's keep and drop its warning and request, as `keep` does; True if a keep
+        was recorded."""
         ...
 
     # --- the reap lease -----------------------------------------------------------------

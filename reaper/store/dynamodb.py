@@ -453,10 +453,12 @@ class DynamoDBStore:
         )
 
     def keep(self, kept: KeptInstance) -> None:
-        """The warning is dropped first, then the keep written: a crash in between leaves no
-        warning behind, only no keep (the person sees the press fail)."""
+        """The warning (and any "terminate now" request) is dropped first, then the keep
+        written: a crash in between leaves no license behind, only no keep (the person sees
+        the press fail)."""
         self._writable()
         self._drop_warning(kept.key)
+        self.end_termination_request(kept.key)
         item = {**_key("history", f"keep#{kept.key}"), "since": _s(time_text(kept.since))}
         if kept.until is not None:
             item["until"] = _s(time_text(kept.until))
@@ -467,6 +469,7 @@ class DynamoDBStore:
     def unkeep(self, key: str) -> bool:
         self._writable()
         self._drop_warning(key)
+        self.end_termination_request(key)
         answer = self._client.delete_item(
             TableName=self.table_name, Key=_key("history", f"keep#{key}"), ReturnValues="ALL_OLD"
         )

@@ -572,11 +572,13 @@ class SQLiteStore:
             return cursor.rowcount == 1
 
     def keep(self, kept: KeptInstance) -> None:
-        """The keep, and the key's warning dropped, in one transaction: a warning answered
-        with a keep never licenses a termination after the keep ends."""
+        """The keep, and the key's warning and "terminate now" request dropped, in one
+        transaction: a warning (or a press) answered with a keep never leads to a termination
+        after the keep ends."""
         until = None if kept.until is None else time_text(kept.until)
         with self._write() as conn:
             conn.execute("DELETE FROM warnings WHERE key = ?", (kept.key,))
+            conn.execute("DELETE FROM termination_requests WHERE key = ?", (kept.key,))
             conn.execute(
                 "INSERT INTO kept (key, since, until, kept_by) VALUES (?, ?, ?, ?) "
                 "ON CONFLICT (key) DO UPDATE SET since = excluded.since, until = excluded.until, "
@@ -585,9 +587,10 @@ class SQLiteStore:
             )
 
     def unkeep(self, key: str) -> bool:
-        """The keep ended and the key's warning dropped, in one transaction."""
+        """The keep ended and the key's warning and request dropped, in one transaction."""
         with self._write() as conn:
             conn.execute("DELETE FROM warnings WHERE key = ?", (key,))
+            conn.execute("DELETE FROM termination_requests WHERE key = ?", (key,))
             return conn.execute("DELETE FROM kept WHERE key = ?", (key,)).rowcount == 1
 
     # --- the reap lease ---------------------------------------------------------------------
