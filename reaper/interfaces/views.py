@@ -64,6 +64,7 @@ def reap_json(report: ReapReport) -> dict[str, Any]:
         "errors": [e.model_dump() for e in report.errors],
         "cap_exceeded": report.cap_exceeded,
         "lease_taken": report.lease_taken,
+        "lease_note": report.lease_note,
         "lease_lost": report.lease_lost,
         "clock_behind": report.clock_behind,
         "no_channel": report.no_channel,
