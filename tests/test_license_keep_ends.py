@@ -107,3 +107,34 @@ def test_a_keep_ends_a_terminate_now_still_waiting_for_a_pass(tmp_path: Path) ->
         report = p.run()
         assert action_of(report, pod) == "warn"
         assert p.w.runpod.mutations == []
+
+
+def test_an_unkeep_while_the_warning_is_on_its_way_voids_it(tmp_path: Path) -> None:
+    """The person ends a (run-out) keep while the pass's warning is being delivered: that
+    warning is not recorded as a license — a later pass warns anew before any termination."""
+    from reaper.core.models import Alert
+    from reaper.passes import keeping
+    from tests.reap_support import ActingNotifier
+
+    with world(tmp_path) as w:
+        pod = w.runpod.add_pod(status="EXITED", name="unkept-meanwhile")
+        key = f"runpod:{pod}"
+        w.run()
+        store = w.store()
+        now = w.clock.now()
+        keeping.keep(store, key, now=now, until=now + timedelta(hours=1), by="me", via="test")
+        store.close()
+        w.advance(23)
+
+        def unkeep_on_the_way(alert: Alert) -> None:
+            if alert.event == "termination_warning":
+                other = w.store()
+                keeping.unkeep(other, key, now=w.clock.now(), by="me", via="test")
+                other.close()
+
+        assert action_of(w.run(notifier=ActingNotifier(unkeep_on_the_way)), pod) == "warn"
+        w.advance(1)
+        assert action_of(w.run(), pod) == "warn", "the unkeep came after that warning"
+        assert w.runpod.mutations == []
+        w.advance(1)
+        assert action_of(w.run(), pod) == "terminate"

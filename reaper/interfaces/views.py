@@ -16,6 +16,7 @@ from typing import Any
 from reaper.config import Settings
 from reaper.core.digest import BalanceLine, Digest
 from reaper.core.leaks import hours_left, is_low
+from reaper.core.license import License, license_for
 from reaper.core.models import (
     ActionRecord,
     AuditRecord,
@@ -385,10 +386,11 @@ def _stopped_json(
         protected = "kept by `reaper keep`" + (f" until {utc(kept.until)}" if kept.until else "")
     else:
         protected = None
-    warning = history.warnings.get(key)
-    if warning is not None and warning.at < since:
-        warning = None  # a warning of an earlier stretch
-    deadline = (warning.terminate_at if warning else None) or since + settings.stopped_ttl
+    # The deadline of the license its warning gives (a warning of an earlier stretch, of
+    # settings that moved its deadline, or past its window gives none), else the TTL's.
+    licensed = license_for(key, since, history, now, settings)
+    warning = licensed.warning if isinstance(licensed, License) else None
+    deadline = licensed.deadline if isinstance(licensed, License) else since + settings.stopped_ttl
     due_at = None if protected else deadline
     return {
         "instance": key,

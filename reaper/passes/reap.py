@@ -301,6 +301,8 @@ class _Pass:
     seen: Observation = field(default_factory=Observation)
     # Set by the background renewal when it found the lease lost.
     lost: bool = False
+    # The history the plan was decided on: a keep or unkeep recorded since shows against it.
+    planned: History | None = None
 
     @property
     def settings(self) -> Settings:
@@ -528,7 +530,7 @@ class _Pass:
                         + (" never left" if record.result == "requested" else " took no effect"),
                     )
 
-    def _settle(self, record: AuditRecord, result: str, why: str) -> None:
+    def _settle(self, record: AuditRecord, result: Literal["failed", "not_sent"], why: str) -> None:
         detail = f"answered {record.result}; {why}" if record.result != "requested" else why
         settled = record.model_copy(update={"result": result, "detail": detail})
         self.store.record_termination(settled)
@@ -666,7 +668,8 @@ class _Pass:
                 decision, reason=f"{decision.reason} (warning not delivered; retried next pass)"
             )
         kept = history.kept.get(inst.key)
-        if kept is not None and kept.since >= self.started:
+        planned = self.planned.kept.get(inst.key) if self.planned is not None else kept
+        if kept != planned or (kept is not None and kept.since >= self.started):
             # Kept (or unkept) while the warning was on its way: the person answered already,
             # and a warning recorded now would outlive the keep. A later pass warns anew.
             log.event("warn", provider=inst.provider, id=inst.id, result="kept_meanwhile")
@@ -969,11 +972,6 @@ class _Pass:
         return results
 
 
-def _due(decision: Decision) -> datetime:
-    assert decision.due_at is not None
-    return decision.due_at
-
-
 def _trusted_providers(seen: Observation, previous: Mapping[tuple[str, str], Listing]) -> set[str]:
     """Providers whose every account listed completely and trustworthily in this pass: only
     their listings can show an instance absent. A provider with any failed account proves
@@ -1095,6 +1093,7 @@ async def _run(run: _Pass, max_terminations: int | None) -> None:
     fleet = run.seen.instances
     await run.reconcile(fleet)
     history = pass_history(store, now)
+    run.planned = history
     plan = decide(fleet, history, now, settings, max_terminations=max_terminations)
     report.instances = plan.instances
     report.cap_exceeded = plan.cap_exceeded
