@@ -35,7 +35,7 @@ def _holder(w: World) -> tuple[str, datetime] | None:
 def test_a_killed_pass_holds_the_next_up_for_minutes_and_is_named(tmp_path: Path) -> None:
     with world(tmp_path, start=datetime.now(UTC)) as w:
         w.runpod.add_pod(status="EXITED")
-        w.runpod.slow_next("list", seconds=5)
+        w.runpod.slow_next("list", seconds=15)  # killed while it waits
         env = {"PATH": os.environ["PATH"], "HOME": str(tmp_path), **w.env()}
         doomed = subprocess.Popen(
             [sys.executable, "-m", "reaper", "reap"],

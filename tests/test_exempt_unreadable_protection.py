@@ -100,3 +100,22 @@ def test_the_status_page_lists_it_under_needs_you(tmp_path: Path) -> None:
         [item] = status.json()["needs_you"]
         assert item["id"] == pod and item["exempt"] == "unreadable_protection"
         assert item["cost_per_hour"] is not None
+
+
+def test_reaper_status_says_it_needs_you(tmp_path: Path) -> None:
+    """`reaper status` reads the store at the real time: the passes ran a day ago and an hour
+    ago (by their own clock), and the pod is past its deadline now."""
+    from datetime import UTC, datetime, timedelta
+
+    from tests.reap_support import cli
+
+    with world(tmp_path, start=datetime.now(UTC) - timedelta(hours=25)) as w:
+        pod = w.runpod.add_pod(status="EXITED", volume_gb=50)
+        w.runpod.modify_pod(pod, name=None)
+        w.run()
+        w.advance(24)
+        w.run()
+        text = cli(w, "status")
+        assert text.returncode == 0, text.stderr
+        [line] = [x for x in text.stdout.splitlines() if x.startswith("needs you:")]
+        assert f"(runpod:{pod})" in line and "$0.014/h" in line and "`name`" in line

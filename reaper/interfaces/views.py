@@ -456,6 +456,14 @@ def status_lines(data: dict[str, Any], *, width: int | None = None) -> list[str]
         f" {c['retired']} retired; stopped {len(stopped)} ({due} due, {protected} protected),"
         f" kept {len(fleet['kept'])}"
     ]
+    for item in data.get("needs_you", []):
+        rate = (
+            "cost unknown" if item["cost_per_hour"] is None else f"{money(item['cost_per_hour'])}/h"
+        )
+        lines.append(
+            f"needs you: {item['name'] or item['id']} ({item['provider']}:{item['id']}), {rate},"
+            f" past its deadline and not reaped: {item['reason']}"
+        )
     if data["monitors"]:
         rows = [
             [
