@@ -527,7 +527,11 @@ class _Pass:
                         record,
                         "not_sent" if record.result == "requested" else "failed",
                         f"still listed stopped ({inst.raw_status}) by the next pass: the delete"
-                        + (" never left" if record.result == "requested" else " took no effect"),
+                        + (
+                            " never left (or took no effect)"
+                            if record.result == "requested"
+                            else " took no effect"
+                        ),
                     )
 
     def _settle(self, record: AuditRecord, result: Literal["failed", "not_sent"], why: str) -> None:
