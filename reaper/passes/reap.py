@@ -59,6 +59,7 @@ from reaper.core.units import HOURS_PER_MONTH, humanize, iso, utc
 from reaper.core.witness import proves_gone, trustworthy_absence
 from reaper.passes import gate
 from reaper.passes.context import Context
+from reaper.passes.deadline import PassDeadline, pass_seconds
 from reaper.passes.gate import pass_history
 from reaper.passes.guards import GuardReport, guard_pass
 from reaper.passes.observe import Observation, observe
@@ -299,6 +300,9 @@ class _Pass:
     lease_owner: str
     report: ReapReport
     seen: Observation = field(default_factory=Observation)
+    # The pass's time (REAPER_PASS_DEADLINE): its listing's cutoff and what acting may still
+    # start; None only for passes that set no deadline of their own (tests of one step).
+    deadline: PassDeadline | None = None
     # Set by the background renewal when it found the lease lost.
     lost: bool = False
     # The history the plan was decided on: a keep or unkeep recorded since shows against it.
@@ -311,6 +315,15 @@ class _Pass:
     @property
     def store(self) -> Store:
         return self.ctx.store
+
+    def time_for_a_step(self, waiting: float = 0.0) -> bool:
+        """Whether a step that must not be cut short (a fresh read and its deletes, a
+        confirmation's re-list after `waiting`) may still start: the wait and the pass's
+        wrap-up must fit before its deadline. A step that then hangs is cut by the backstop
+        (`reaper serve`, Lambda), and what it left `requested` the next pass settles."""
+        if self.deadline is None:
+            return True
+        return self.deadline.time_for(waiting + self.deadline.wrap_up)
 
     def still_leased(self) -> bool:
         """Renew the lease; False if it was lost (this pass ran past its TTL, or another took
@@ -353,7 +366,7 @@ class _Pass:
     # --- observe ---------------------------------------------------------------------------
 
     async def list_all(self) -> list[Instance]:
-        self.seen = await observe(self.ctx.clients)
+        self.seen = await observe(self.ctx.clients, deadline=self.deadline)
         self.report.errors = list(self.seen.errors)
         failed = {(e.provider, e.account): e.message for e in self.seen.errors}
         for client in self.ctx.clients:
@@ -795,6 +808,12 @@ class _Pass:
         pending = decisions
         fresh: dict[str, Instance] = {}
         for _round in range(self.act.rounds):
+            if not self.time_for_a_step():
+                why = (
+                    "the pass's REAPER_PASS_DEADLINE left no time for a fresh read and its deletes"
+                )
+                dropped += [_result(d, reason=f"{d.reason}; not deleted: {why}") for d in pending]
+                return sent, dropped, fresh
             async with reading:
                 self.require_lease("before the fresh read")
                 read_at = time.monotonic()
@@ -848,6 +867,9 @@ class _Pass:
         confirmed: set[str] = set()
         delay = self.confirm.first_delay
         for attempt in range(self.confirm.attempts):
+            if not self.time_for_a_step(delay):
+                # Left unconfirmed: the next pass's reconciliation settles it.
+                break
             if delay > 0:
                 await self.sleep(delay)
             if not self.still_leased():
@@ -1030,8 +1052,10 @@ async def reap_pass(
     confirm: ConfirmOptions | None = None,
     act: ActOptions | None = None,
     sleep: Sleep = asyncio.sleep,
+    deadline: PassDeadline | None = None,
 ) -> ReapReport:
-    """Run one pass. A dry run reads the store and the providers and changes nothing."""
+    """Run one pass. A dry run reads the store and the providers and changes nothing.
+    `deadline`: the pass's time (by default REAPER_PASS_DEADLINE from now)."""
     ctx = Context.make(settings, store, clients, notifier, clock, dry_run=dry_run)
     now = clock.now()
     report = ReapReport(dry_run=dry_run, mode=settings.mode, at=now)
@@ -1049,6 +1073,7 @@ async def reap_pass(
         started=now,
         lease_owner=owner,
         report=report,
+        deadline=deadline or PassDeadline.start(pass_seconds(settings.pass_deadline)),
     )
     try:
         await run.leased(_run(run, max_terminations))
@@ -1067,6 +1092,17 @@ async def reap_pass(
         exit_code=report.exit_code,
     )
     return report
+
+
+async def _guards_in_time(run: _Pass) -> GuardReport | None:
+    """The money guards' pass, cut at the pass's deadline less its wrap-up (their reads are
+    what a slow provider makes long; nothing depends on them but alerts and the snapshot)."""
+    left = run.deadline.working_left() if run.deadline is not None else None
+    try:
+        return await asyncio.wait_for(guard_pass(run.ctx, run.seen, run.report.instances), left)
+    except TimeoutError:
+        log.event("guards", result="error", error="cut at the pass's REAPER_PASS_DEADLINE")
+        return None
 
 
 async def _run(run: _Pass, max_terminations: int | None) -> None:
@@ -1115,7 +1151,7 @@ async def _run(run: _Pass, max_terminations: int | None) -> None:
 
     # The money guards reuse this listing and run beside the actions: they only alert, never
     # act, and never fail a pass.
-    guards = asyncio.create_task(guard_pass(run.ctx, run.seen, report.instances))
+    guards = asyncio.create_task(_guards_in_time(run))
     try:
         await _act(run, plan, max_terminations)
         _end_carried_out(store, history, report.actions)
@@ -1350,9 +1386,11 @@ async def run_pass(
     max_terminations: int | None = None,
     notifier: Notifier | None = None,
     clock: Clock | None = None,
+    deadline: PassDeadline | None = None,
 ) -> ReapReport:
     """One pass as the CLI, `serve` and Lambda run it: clients and notifier from the settings
-    (a dry run alerts no one), the clients closed whatever happens."""
+    (a dry run alerts no one), the clients closed whatever happens. `deadline`: the pass's
+    time (Lambda: no later than the invocation's remaining time allows)."""
     from reaper.channels.base import SilentNotifier
     from reaper.channels.fanout import make_notifier
     from reaper.providers.plugins import make_clients
@@ -1369,6 +1407,7 @@ async def run_pass(
             clock or SystemClock(),
             dry_run=dry_run,
             max_terminations=max_terminations,
+            deadline=deadline,
         )
     finally:
         await asyncio.gather(*(c.aclose() for c in clients), return_exceptions=True)
