@@ -159,3 +159,22 @@ def test_kept_instances_are_protected(account: Account) -> None:
     result = handler({}, None)
     [action] = [a for a in result["actions"] if a["id"] == "pod-stopped"]
     assert action["action"] == "protect"
+
+
+def test_an_unknown_reaper_name_is_alerted_once_and_the_pass_goes_on(
+    account: Account, runpod: RunPodEmulator
+) -> None:
+    """On Lambda nobody reads a command's stderr, and the function never stops for a typo: the
+    first pass alerts once (a typo's default applies silently), the next ones do not repeat it,
+    and every pass runs."""
+    from tests.fakes.telegram import FAKE_CHAT, FAKE_TOKEN, TelegramFake
+
+    with TelegramFake() as telegram:
+        account.put_secret("TELEGRAM_BOT_TOKEN", FAKE_TOKEN)
+        account.put_secret("TELEGRAM_CHAT_ID", FAKE_CHAT)
+        account.setenv("TELEGRAM_API_URL", telegram.url)
+        account.setenv("REAPER_STOPED_TTL", "48h")
+        first, second = handler(scheduled_event(), None), handler(scheduled_event(), None)
+        assert first["ok"] is True and second["ok"] is True
+        titles = [m.text for m in telegram.messages if "REAPER_STOPED_TTL" in m.text]
+        assert len(titles) == 1 and "Unknown setting REAPER_STOPED_TTL" in titles[0]

@@ -14,6 +14,7 @@ do. Provider words come with the instance (`provider_label`, `name_field`,
 from __future__ import annotations
 
 import hashlib
+from collections.abc import Sequence
 from datetime import datetime, timedelta
 
 from reaper.core.leaks import IDLE_UTIL_PERCENT, Finding, leak_bills
@@ -463,6 +464,22 @@ def clock_behind(problem: str) -> Alert:
         level="critical",
         event="clock_behind",
         dedup_key="clock_behind",
+    )
+
+
+def unknown_settings(names: Sequence[str]) -> Alert:
+    """REAPER_* names the settings do not know: each a setting whose default applies."""
+    listed = ", ".join(names)
+    return Alert(
+        title=f"Unknown setting{'s' if len(names) > 1 else ''} {listed}: ignored",
+        body=(
+            f"reaper does not know {listed}: a misspelt name is not read, and the default of the"
+            " setting meant applies (REAPER_STOPED_TTL=48h leaves the 24h TTL). Fix the name"
+            " in the deployment, or set REAPER_ALLOW_UNKNOWN=true if it is meant."
+        ),
+        level="warning",
+        event="unknown_settings",
+        dedup_key="unknown_settings",
     )
 
 

@@ -89,6 +89,7 @@ MAX_CLOCK_SKEW = timedelta(minutes=5)
 CAP_EPISODE = "reap:cap"
 CLOCK_EPISODE = "reap:clock_behind"
 NO_CHANNEL_EPISODE = "reap:no_channel"
+UNKNOWN_EPISODE = "reap:unknown_settings"
 # One episode per provider whose clock is off, and one per instance and exemption kind.
 PROVIDER_CLOCK_EPISODE = "reap:provider_clock:"
 EXEMPT_EPISODE = "exempt:"
@@ -1105,6 +1106,17 @@ async def _guards_in_time(run: _Pass) -> GuardReport | None:
         return None
 
 
+async def _unknown_settings(run: _Pass) -> None:
+    """REAPER_* names reaper does not know (a typo whose default applies silently): the
+    command line refuses them for `reap` and `serve` in enforce mode; where nobody reads a
+    command's stderr (the Lambda functions, which never stop for it) the pass says so once."""
+    names = run.settings.unknown_names
+    if names and not run.settings.allow_unknown:
+        await run.alert_once(UNKNOWN_EPISODE, messages.unknown_settings(names), ",".join(names))
+    else:
+        run.store.close_episode(UNKNOWN_EPISODE)
+
+
 async def _run(run: _Pass, max_terminations: int | None) -> None:
     settings, store, report, now = run.settings, run.store, run.report, run.started
     report.no_channel = not settings.human_channel
@@ -1120,6 +1132,7 @@ async def _run(run: _Pass, max_terminations: int | None) -> None:
                 else ""
             ),
         )
+    await _unknown_settings(run)
     await run.announce_pending()
     await run.list_all()
     problem = run.clock_problem()
