@@ -30,15 +30,10 @@ from handlers import runtime
 from reaper import log
 from reaper.channels.base import channels_configured
 from reaper.clock import SystemClock
-from reaper.config import ConfigError, Settings, weak_key
-from reaper.interfaces.http import (
-    MAX_BODY,
-    REQUEST_CHANNEL_OPTIONS,
-    App,
-    Request,
-    Response,
-    respond,
-)
+from reaper.interfaces.api import MAX_BODY, REQUEST_CHANNEL_OPTIONS, App, Request, Response
+from reaper.interfaces.http import respond
+from reaper.settings.model import Settings, weak_key
+from reaper.settings.parse import ConfigError
 
 if TYPE_CHECKING:
     from reaper.channels.base import Notifier
@@ -139,10 +134,10 @@ class _ChannelsOnFirstAlert:
 
     async def send(self, alert: Alert) -> list[Delivery]:
         if self._notifier is None:
-            from reaper.channels.fanout import make_notifier
+            from reaper.app import wiring
 
             # Channels that give up in time: the function's timeout is 10 s (serverless.yml).
-            self._notifier = make_notifier(self._settings, options=REQUEST_CHANNEL_OPTIONS)
+            self._notifier = wiring.make_notifier(self._settings, options=REQUEST_CHANNEL_OPTIONS)
         return await self._notifier.send(alert)
 
 

@@ -16,18 +16,18 @@ import pytest
 from emulators.channels import RecordingNotifier
 from emulators.clock import FakeClock
 from reaper.channels.base import Notifier
-from reaper.config import Settings
 from reaper.core.models import Alert, Delivery
-from reaper.interfaces.http import (
+from reaper.interfaces.api import (
     REQUEST_CHANNEL_OPTIONS,
     REQUEST_SEND_BUDGET,
     App,
     Request,
     Response,
-    handle,
 )
+from reaper.interfaces.http import handle
 from reaper.interfaces.routes import ALERT_LIMIT
 from reaper.passes.watch import UNDELIVERED_ALERT
+from reaper.settings.model import Settings
 from reaper.store.sqlite import SQLiteStore
 from tests.heartbeat_support import KEY, WIDE, FailingNotifier, Served, make_settings, served
 

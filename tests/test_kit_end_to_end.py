@@ -11,8 +11,8 @@ from pathlib import Path
 
 import pytest
 
-from reaper.config import Account
 from reaper.core.models import Monitor
+from reaper.settings.parse import Account
 from tests.heartbeat_support import KEY, Served, make_settings, served, watch_with_providers
 from tests.kit_fakes.harness import POD_KEY, Kit
 

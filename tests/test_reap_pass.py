@@ -299,7 +299,7 @@ def test_two_passes_at_once_one_runs_and_the_other_says_the_lease_is_taken(tmp_p
 
 
 def test_two_accounts_of_one_provider_are_both_listed(tmp_path: Path) -> None:
-    from reaper.config import Account
+    from reaper.settings.parse import Account
 
     with world(tmp_path) as w:
         w.runpod.keys["second"] = "rp-second-key-0123456789"

@@ -276,8 +276,8 @@ def test_a_version_2_file_is_migrated_and_its_warnings_license_nothing(db_path: 
     """A heard enforce warning written before the store kept its stretch cannot tell which
     stopped stretch it was for: after the upgrade it licenses nothing (the next pass warns
     anew), and the new columns are there to write."""
-    from reaper.config import Settings
     from reaper.core.license import Void, license_for
+    from reaper.settings.model import Settings
 
     SQLiteStore(str(db_path)).close()
     conn = sqlite3.connect(db_path)

@@ -10,12 +10,12 @@ import shutil
 from datetime import timedelta
 from pathlib import Path
 
-from reaper.config import load_settings
+from reaper.app.settings import load_settings
+from reaper.app.wiring import make_clients
 from reaper.core.models import Monitor
 from reaper.interfaces.demo import DEMO_START, _fleet
 from reaper.passes.reap import ConfirmOptions, reap_pass
-from reaper.providers.http import HttpOptions
-from reaper.providers.plugins import make_clients
+from reaper.providers.base import HttpOptions
 from reaper.store.sqlite import SQLiteStore
 from tests.browser_support import ROOT, as_phone, chromium, screenshot, submit
 from tests.heartbeat_support import ADMIN, KEY, served

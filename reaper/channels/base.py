@@ -15,8 +15,9 @@ from typing import TYPE_CHECKING, Any, Literal, Protocol
 from reaper import log
 
 if TYPE_CHECKING:  # pydantic models and asyncio: a cold ping imports neither
-    from reaper.config import ChannelSettings, Settings
     from reaper.core.models import Alert, Delivery
+    from reaper.settings.model import Settings
+    from reaper.settings.parse import ChannelSettings
 
 
 def _real_sleep(seconds: float) -> Awaitable[None]:

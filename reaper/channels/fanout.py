@@ -21,7 +21,6 @@ import ssl
 import time
 from collections.abc import Sequence
 from dataclasses import dataclass
-from importlib import import_module
 from typing import TYPE_CHECKING, Any
 
 from reaper import USER_AGENT, log
@@ -29,14 +28,9 @@ from reaper.capped import byte_size, read_capped
 from reaper.channels.base import (
     Channel,
     ChannelOptions,
-    ChannelPlugin,
     ChannelRequest,
-    LogNotifier,
-    Notifier,
     Verdict,
 )
-from reaper.channels.registry import CHANNELS
-from reaper.config import Settings
 from reaper.core.models import Alert, Delivery
 from reaper.text import shown
 
@@ -235,25 +229,3 @@ class FanoutNotifier:
         )
         heard = outcome.ok and channel.name not in self.unheard
         return Delivery(channel=channel.name, ok=outcome.ok, detail=detail, heard=heard)
-
-
-def build_channels(settings: Settings) -> list[Channel]:
-    """One channel per configured channel plugin, each built by its own module."""
-    return [
-        channel_plugin(configured.channel).build(configured) for configured in settings.channels
-    ]
-
-
-def channel_plugin(name: str) -> ChannelPlugin:
-    found: ChannelPlugin = import_module(CHANNELS[name]).PLUGIN
-    return found
-
-
-def make_notifier(settings: Settings, *, options: ChannelOptions | None = None) -> Notifier:
-    """The notifier for these settings: every configured channel, or the log when none is."""
-    channels = build_channels(settings)
-    if not channels:
-        return LogNotifier()
-    log.register_secrets([s for c in channels for s in c.secrets])
-    unheard = frozenset(c.channel for c in settings.channels if not c.reaches_person)
-    return FanoutNotifier(channels, options, unheard)

@@ -23,7 +23,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from reaper.channels.base import ActionSlots, Channel, ChannelPlugin, ChannelRequest, Verdict
-from reaper.config import ChannelSettings, ConfigError, Env, SettingsReader, parse_url
+from reaper.settings.parse import ChannelSettings, ConfigError, Env, SettingsReader, parse_url
 
 if TYPE_CHECKING:  # pydantic models: reading the settings must not import them
     from reaper.core.models import Alert, AlertLevel, PhoneAction

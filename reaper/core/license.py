@@ -25,9 +25,9 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Literal
 
-from reaper.config import Settings
 from reaper.core.models import History, WarningRecord
 from reaper.core.units import utc
+from reaper.settings.model import Settings
 
 VoidKind = Literal["none", "legacy", "stretch", "mode", "unheard", "kept", "moved", "stale"]
 

@@ -40,7 +40,6 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict
 
-from reaper.config import Settings
 from reaper.core.license import License, Void, license_for
 from reaper.core.models import (
     ClockChange,
@@ -52,6 +51,7 @@ from reaper.core.models import (
     TerminationRequest,
 )
 from reaper.core.units import humanize, utc
+from reaper.settings.model import Settings
 
 # States that mean "it runs again": only these reset the stopped clock.
 RESETTING_STATES = frozenset({"running", "starting"})

@@ -15,7 +15,9 @@ from datetime import timedelta
 from typing import Any
 
 from reaper import __version__, log
-from reaper.config import ConfigError, Settings, load_settings, parse_duration
+from reaper.app.settings import load_settings
+from reaper.settings.model import Settings
+from reaper.settings.parse import ConfigError, parse_duration
 from reaper.store.failure import store_failure
 
 EXIT_OK = 0

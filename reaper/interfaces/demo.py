@@ -27,15 +27,17 @@ from typing import TYPE_CHECKING
 import httpx
 
 from reaper import log
-from reaper.config import ConfigError, Settings, load_settings
+from reaper.app import wiring
+from reaper.app.settings import load_settings
 from reaper.core.models import Alert
 from reaper.core.units import HOURS_PER_MONTH, humanize, utc
 from reaper.interfaces.table import format_table, terminal_width
 from reaper.interfaces.views import reap_table, watch_lines
 from reaper.passes.reap import ConfirmOptions, reap_pass
-from reaper.providers.http import HttpOptions
-from reaper.providers.plugins import make_clients
-from reaper.store.sqlite import SQLiteStore
+from reaper.providers.base import HttpOptions
+from reaper.settings.model import Settings
+from reaper.settings.parse import ConfigError
+from reaper.store.base import Store
 
 if TYPE_CHECKING:
     from emulators import RunPodEmulator, VastEmulator
@@ -97,38 +99,35 @@ def _heading(text: str) -> None:
 
 @dataclass
 class _Demo:
-    settings: Settings
-    store: SQLiteStore
+    runtime: wiring.Runtime
     clock: FakeClock
     notifier: RecordingNotifier
-    options: HttpOptions
     confirm: ConfirmOptions
     base_url: str | None = None
 
+    @property
+    def settings(self) -> Settings:
+        return self.runtime.settings
+
+    @property
+    def store(self) -> Store:
+        return self.runtime.store
+
     async def reap(self, number: int, title: str) -> int:
         _heading(f"pass {number}: {title}")
-        clients = make_clients(self.settings, self.options)
         before = len(self.notifier.alerts)
-        try:
+        async with self.runtime.clients() as clients:
             report = await reap_pass(
                 self.settings, self.store, clients, self.notifier, self.clock, confirm=self.confirm
             )
-        finally:
-            await asyncio.gather(*(c.aclose() for c in clients))
         print(reap_table(report, width=terminal_width()))
         _print_alerts(self.notifier.alerts[before:])
         print(f"  exit status {report.exit_code}")
         return report.exit_code
 
     async def watch(self) -> int:
-        from reaper.passes.watch import watch_pass
-
-        clients = make_clients(self.settings, self.options)
         before = len(self.notifier.alerts)
-        try:
-            report = await watch_pass(self.settings, self.store, self.notifier, self.clock, clients)
-        finally:
-            await asyncio.gather(*(c.aclose() for c in clients))
+        report = await wiring.watch_once(self.runtime)
         first, *rest = watch_lines(report)
         print(f"  reaper watch: {first}")
         for line in rest:
@@ -148,7 +147,7 @@ def _api(demo: _Demo) -> Iterator[str | None]:
         return
     from reaper.interfaces.serve import build_asgi, serving
 
-    store = SQLiteStore(demo.settings.state.location)
+    store = wiring.open_state(demo.settings)
     asgi = build_asgi(demo.settings, store, demo.notifier, demo.clock, channels=("phone",))
     with serving(asgi) as running:
         yield running.url
@@ -255,12 +254,17 @@ async def _run(state_dir: Path) -> int:
             },
             dotenv=None,
         )
+        notifier = RecordingNotifier()
         demo = _Demo(
-            settings=settings,
-            store=SQLiteStore(settings.state.location),
+            runtime=wiring.Runtime(
+                settings,
+                wiring.open_state(settings),
+                notifier=notifier,
+                clock=clock,
+                http=HttpOptions(timeout=5.0, backoff_base=0.05, backoff_cap=0.2),
+            ),
             clock=clock,
-            notifier=RecordingNotifier(),
-            options=HttpOptions(timeout=5.0, backoff_base=0.05, backoff_cap=0.2),
+            notifier=notifier,
             confirm=ConfirmOptions(attempts=5, backoff=0.05, max_delay=0.2),
         )
         worst = 0

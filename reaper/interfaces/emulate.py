@@ -21,7 +21,7 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from reaper.config import ConfigError
+from reaper.settings.parse import ConfigError
 
 if TYPE_CHECKING:
     from emulators.fleet import Fleet

@@ -13,7 +13,6 @@ from collections.abc import Sequence
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
-from reaper.config import Settings
 from reaper.core.digest import BalanceLine, Digest
 from reaper.core.leaks import hours_left, is_low
 from reaper.core.license import License, license_for
@@ -37,6 +36,7 @@ from reaper.passes.guards import GuardReport
 from reaper.passes.reap import ActionResult, ReapReport
 from reaper.passes.watch import WatchReport
 from reaper.providers.plugins import provider_host
+from reaper.settings.model import Settings
 from reaper.store.base import Store
 
 # --- reap -----------------------------------------------------------------------------------

@@ -19,9 +19,9 @@ from datetime import datetime, timedelta
 
 from reaper import log
 from reaper.channels.base import ActionSlots
-from reaper.channels.fanout import channel_plugin
-from reaper.config import Settings
+from reaper.channels.plugins import channel_plugin
 from reaper.core.models import ActionGrant, Alert, PhoneAction
+from reaper.settings.model import Settings
 from reaper.store.base import Store
 
 # How long a button or an action link can be used.

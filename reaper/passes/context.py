@@ -17,7 +17,6 @@ from typing import Literal
 
 from reaper.channels.base import Notifier
 from reaper.clock import Clock
-from reaper.config import Settings
 from reaper.core.models import (
     ActionGrant,
     ActionRecord,
@@ -38,6 +37,7 @@ from reaper.core.monitors import SettingsChange, apply_change
 from reaper.core.snapshot import Snapshot
 from reaper.passes.arm import arm_safely
 from reaper.providers.base import ProviderClient, TerminateOutcome
+from reaper.settings.model import Settings
 from reaper.store.base import Lease, Store
 
 # What a delete answered, or that a dry run did not send it.

@@ -27,10 +27,9 @@ from pydantic import BaseModel, ConfigDict
 
 from reaper import log
 from reaper.channels.base import Notifier
-from reaper.channels.fanout import channel_plugin
+from reaper.channels.plugins import channel_plugin
 from reaper.channels.registry import CHANNELS
-from reaper.clock import Clock, SystemClock
-from reaper.config import Settings
+from reaper.clock import Clock
 from reaper.core import messages
 from reaper.core.license import announced_deadline
 from reaper.core.models import (
@@ -69,6 +68,7 @@ from reaper.providers.base import (
     error_text,
 )
 from reaper.providers.plugins import label
+from reaper.settings.model import Settings
 from reaper.store.base import Lease, Store
 
 LEASE_NAME = "reap"
@@ -1389,45 +1389,3 @@ async def _request(run: _Pass, key: str) -> RequestOutcome:
     if not result.done:
         return RequestOutcome("later", result.reason)
     return RequestOutcome("terminated" if result.confirmed else "unconfirmed", result.reason)
-
-
-async def run_pass(
-    settings: Settings,
-    store: Store,
-    *,
-    dry_run: bool = False,
-    max_terminations: int | None = None,
-    notifier: Notifier | None = None,
-    clock: Clock | None = None,
-    deadline: PassDeadline | None = None,
-) -> ReapReport:
-    """One pass as the CLI, `serve` and Lambda run it: clients and notifier from the settings
-    (a dry run alerts no one), the clients closed whatever happens. `deadline`: the pass's
-    time (Lambda: no later than the invocation's remaining time allows)."""
-    from reaper.channels.base import SilentNotifier
-    from reaper.channels.fanout import make_notifier
-    from reaper.providers.plugins import make_clients
-
-    if notifier is None:
-        notifier = SilentNotifier() if dry_run else make_notifier(settings)
-    clients = make_clients(settings)
-    try:
-        return await reap_pass(
-            settings,
-            store,
-            clients,
-            notifier,
-            clock or SystemClock(),
-            dry_run=dry_run,
-            max_terminations=max_terminations,
-            deadline=deadline,
-        )
-    finally:
-        await asyncio.gather(*(c.aclose() for c in clients), return_exceptions=True)
-
-
-async def reap_once(settings: Settings, store: Store, notifier: Notifier, clock: Clock) -> int:
-    """A scheduled pass (`serve`). Never raises for an expected outcome: the exit code says
-    what happened."""
-    report = await run_pass(settings, store, notifier=notifier, clock=clock)
-    return report.exit_code

@@ -1,22 +1,21 @@
-"""Finding the registered providers: their plugins, their clients, their hosts and ids.
+"""Finding the registered providers: their plugins, their settings readers, their hosts and ids.
 
-`registry.PROVIDERS` names the packages; this imports one when it is first needed, so that a
-process that never makes a client never loads one.
+`registry.PROVIDERS` names the packages; this imports one when it is first needed (a plugin
+package is light: its client module is imported only by `reaper.app.wiring`, when a client is
+made).
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from functools import cache
 from importlib import import_module
 from typing import TYPE_CHECKING
 
-from reaper.providers.base import ProviderClient, ProviderPlugin
+from reaper.providers.base import ProviderPlugin
 from reaper.providers.registry import PROVIDERS
 
 if TYPE_CHECKING:
-    from reaper.config import Account, ProviderSettings, Settings
-    from reaper.providers.http import HttpOptions
+    from reaper.settings.parse import SettingsReader
 
 
 @cache
@@ -36,19 +35,10 @@ def label(name: str) -> str:
     return plugin(name).label if name in PROVIDERS else name
 
 
-def make_clients(settings: Settings, options: HttpOptions | None = None) -> list[ProviderClient]:
-    """One client per configured account, in registry order. Callers `aclose()` them."""
-    from reaper.providers.http import HttpOptions
-
-    options = options or HttpOptions()
-    clients: list[ProviderClient] = []
-    for configured in settings.providers:
-        module, _, function = plugin(configured.provider).client.partition(":")
-        make: Callable[[Account, ProviderSettings, HttpOptions], ProviderClient] = getattr(
-            import_module(module), function
-        )
-        clients += [make(account, configured, options) for account in configured.accounts]
-    return clients
+def settings_reader(name: str) -> SettingsReader:
+    """The `SETTINGS` reader of a registered provider's package."""
+    reader: SettingsReader = import_module(PROVIDERS[name]).SETTINGS
+    return reader
 
 
 def canonical_id(provider: str, text: str) -> str | None:

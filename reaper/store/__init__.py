@@ -6,7 +6,8 @@ import os
 from collections.abc import Iterator
 from contextlib import contextmanager
 
-from reaper.config import ConfigError, StateURL
+from reaper.settings.model import StateURL
+from reaper.settings.parse import ConfigError
 from reaper.store.base import ReadOnlyStoreError, Store
 from reaper.store.failure import StoreFailure, store_failure
 

@@ -10,7 +10,6 @@ from __future__ import annotations
 
 from datetime import datetime, timedelta
 
-from reaper.config import Settings
 from reaper.core.models import Instance
 from reaper.core.monitors import down_after, muted
 from reaper.core.policy import Outlook
@@ -20,6 +19,7 @@ from reaper.interfaces.web.chart import RUNNING_COLOUR, STORAGE_COLOUR, chart_su
 from reaper.interfaces.web.layout import document, esc, post_button, when
 from reaper.interfaces.web.readmodel import FleetView, Watchdog, saved_per_month
 from reaper.providers.plugins import label
+from reaper.settings.model import Settings
 
 # Keep buttons: the form value and its label ("" = until unkept).
 KEEP_CHOICES: tuple[tuple[str, str], ...] = (("1d", "Keep 1 day"), ("7d", "Keep 1 week"))

@@ -14,7 +14,6 @@ from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from typing import TypeVar
 
-from reaper.config import Settings
 from reaper.core.models import (
     AuditRecord,
     BilledDay,
@@ -32,6 +31,7 @@ from reaper.core.runway import runway_hours
 from reaper.core.snapshot import AccountSnapshot, Snapshot
 from reaper.core.units import HOURS_PER_MONTH
 from reaper.providers.plugins import provider_host
+from reaper.settings.model import Settings
 from reaper.store.base import Store
 
 _T = TypeVar("_T")

@@ -28,12 +28,11 @@ from typing import TYPE_CHECKING
 from urllib.parse import parse_qsl
 
 from reaper import log
-from reaper.config import ConfigError
 from reaper.core.heartbeat import HOST_RULE, valid_host
 from reaper.core.models import instance_key
 from reaper.core.monitors import BadSetting, SettingsChange, duration_setting
 from reaper.core.units import iso
-from reaper.interfaces.http import NOT_FOUND, Response
+from reaper.interfaces.api import NOT_FOUND, Response
 from reaper.interfaces.ratelimit import Rate, TokenBuckets, client_network, retry_after
 from reaper.interfaces.web.layout import HTML_HEADERS
 from reaper.interfaces.web.monitor_page import monitor_page, monitor_path
@@ -61,9 +60,10 @@ from reaper.passes.monitors import (
     mute_monitor,
     pause_monitor,
 )
+from reaper.settings.parse import ConfigError
 
 if TYPE_CHECKING:
-    from reaper.interfaces.http import App, Request
+    from reaper.interfaces.api import App, Request
 
 # A form is a few short fields; anything larger is refused before it is parsed.
 FORM_LIMIT = 8 * 1024

@@ -33,7 +33,8 @@ from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from urllib.parse import urlsplit
 
-from reaper.config import ConfigError, Settings, is_loopback_host
+from reaper.settings.model import Settings
+from reaper.settings.parse import ConfigError, is_loopback_host
 from reaper.store.base import Store
 
 SESSION_COOKIE = "reaper_session"

@@ -11,8 +11,8 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
-from reaper.config import Env, ProviderSettings, SettingsReader, parse_accounts, parse_url
 from reaper.providers.base import UNREADABLE_ID_PREFIX, ProviderPlugin
+from reaper.settings.parse import Env, ProviderSettings, SettingsReader, parse_accounts, parse_url
 
 NAME = "runpod"
 LABEL = "RunPod"

@@ -9,8 +9,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from reaper.config import Env, ProviderSettings, SettingsReader, parse_accounts, parse_url
 from reaper.providers.base import ProviderPlugin
+from reaper.settings.parse import Env, ProviderSettings, SettingsReader, parse_accounts, parse_url
 
 NAME = "vast"
 LABEL = "Vast"

@@ -25,7 +25,9 @@ from dataclasses import dataclass
 from typing import Any
 
 from reaper import log
-from reaper.config import ConfigError, Settings, load_settings
+from reaper.app.settings import load_settings
+from reaper.settings.model import Settings
+from reaper.settings.parse import ConfigError
 
 # The variables that are secret, or that belong with one (the chat id goes with its token):
 # read from SSM only, and ignored (with a warning) if found in the plain environment.

@@ -31,7 +31,7 @@ SHARED_PREFIXES = (
     "LOG_",
 )
 
-# The settings the core reads (config.py), the contract's variables of every part of the
+# The settings the core reads (`reaper.app.settings`), the contract's variables of every part of the
 # product, the AWS deployment's and the on-instance kit's. The providers' and channels' own
 # variables come from their plugins' `SETTINGS.variables` and are added by the caller.
 CORE_VARIABLES = (
