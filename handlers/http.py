@@ -28,7 +28,8 @@ from urllib.parse import unquote
 
 from handlers import runtime
 from reaper import log
-from reaper.channels.base import channels_configured
+from reaper.app import wiring
+from reaper.channels.base import ActionSlots, channels_configured
 from reaper.clock import SystemClock
 from reaper.interfaces.api import MAX_BODY, REQUEST_CHANNEL_OPTIONS, App, Request, Response
 from reaper.interfaces.http import respond
@@ -132,13 +133,22 @@ class _ChannelsOnFirstAlert:
         self._settings = settings
         self._notifier: Notifier | None = None
 
-    async def send(self, alert: Alert) -> list[Delivery]:
+    def _built(self) -> Notifier:
         if self._notifier is None:
-            from reaper.app import wiring
-
             # Channels that give up in time: the function's timeout is 10 s (serverless.yml).
             self._notifier = wiring.make_notifier(self._settings, options=REQUEST_CHANNEL_OPTIONS)
-        return await self._notifier.send(alert)
+        return self._notifier
+
+    @property
+    def body_budget(self) -> int:
+        return self._built().body_budget
+
+    @property
+    def actions(self) -> ActionSlots:
+        return self._built().actions
+
+    async def send(self, alert: Alert) -> list[Delivery]:
+        return await self._built().send(alert)
 
 
 def app_for(settings: Settings) -> App:

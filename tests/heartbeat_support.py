@@ -25,6 +25,7 @@ from reaper.passes.watch import WatchReport, watch_pass
 from reaper.providers.base import ProviderClient
 from reaper.settings.model import Settings, StateURL
 from reaper.store.sqlite import SQLiteStore
+from tests.fakes.notifiers import StandIn
 from tests.settings_support import bare, replaced
 
 KEY = "ping-key-for-tests-0123"
@@ -49,7 +50,7 @@ def make_settings(tmp_path: Path, **overrides: Any) -> Settings:
     return replaced(base, **overrides)
 
 
-class FailingNotifier:
+class FailingNotifier(StandIn):
     """Every channel fails, as when Telegram and Bark are both unreachable."""
 
     def __init__(self) -> None:

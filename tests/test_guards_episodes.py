@@ -32,6 +32,7 @@ from reaper.providers.base import ProviderError, TerminateOutcome
 from reaper.settings.model import Settings
 from reaper.settings.parse import Account
 from reaper.store.sqlite import SQLiteStore
+from tests.fakes.notifiers import StandIn
 from tests.settings_support import settings as settings_of
 
 START = datetime(2026, 6, 1, 12, 0, tzinfo=UTC)
@@ -85,7 +86,7 @@ class FakeClient:
         return None
 
 
-class FailingNotifier:
+class FailingNotifier(StandIn):
     def __init__(self) -> None:
         self.alerts: list[Alert] = []
 

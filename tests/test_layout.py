@@ -366,7 +366,6 @@ DELETE_CALLS = {
 }
 
 
-@pytest.mark.xfail(strict=True, reason="until stage 3 of the move")
 def test_every_delete_goes_through_the_one_gate() -> None:
     """`grep` finds no DELETE-issuing call outside the gate (and the effects it calls)."""
     sources = [*PACKAGE.rglob("*.py"), *(ROOT / "handlers").rglob("*.py")]

@@ -92,7 +92,7 @@ class World:
             table.pop(KEY, None)
 
     def absent_pass(self) -> None:
-        """A complete, trustworthy listing that misses the instance (`reap._absences`)."""
+        """A complete, trustworthy listing that misses the instance (`passes.reap.run.absences`)."""
         if KEY not in self.stopped:
             self.warnings.pop(KEY, None)
             return

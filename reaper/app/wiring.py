@@ -24,7 +24,7 @@ from typing import TYPE_CHECKING
 
 from reaper import log
 from reaper.channels.base import ChannelOptions, LogNotifier, Notifier, SilentNotifier
-from reaper.channels.plugins import channel_plugin
+from reaper.channels.plugins import action_slots, body_budget, channel_plugin
 from reaper.clock import Clock, SystemClock
 from reaper.providers.base import HttpOptions, ProviderClient
 from reaper.providers.plugins import plugin
@@ -75,11 +75,19 @@ def make_notifier(settings: Settings, *, options: ChannelOptions | None = None) 
     from reaper.channels.fanout import FanoutNotifier
 
     channels = build_channels(settings)
+    names = [c.channel for c in settings.channels]
+    budget, actions = body_budget(names), action_slots(names)
     if not channels:
-        return LogNotifier()
+        return LogNotifier(body_budget=budget, actions=actions)
     log.register_secrets([s for c in channels for s in c.secrets])
     unheard = frozenset(c.channel for c in settings.channels if not c.reaches_person)
-    return FanoutNotifier(channels, options, unheard)
+    return FanoutNotifier(channels, options, unheard, body_budget=budget, actions=actions)
+
+
+def silent_notifier(settings: Settings) -> Notifier:
+    """What a dry run alerts through: nothing sent, folded as the configured channels fold."""
+    names = [c.channel for c in settings.channels]
+    return SilentNotifier(body_budget=body_budget(names), actions=action_slots(names))
 
 
 class Runtime:
@@ -177,7 +185,7 @@ async def run_pass(
     (Lambda: no later than the invocation's remaining time allows)."""
     from reaper.passes.reap import reap_pass
 
-    notifier: Notifier = SilentNotifier() if dry_run else runtime.notifier
+    notifier = silent_notifier(runtime.settings) if dry_run else runtime.notifier
     async with runtime.clients() as clients:
         return await reap_pass(
             runtime.settings,

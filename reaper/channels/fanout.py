@@ -26,6 +26,8 @@ from typing import TYPE_CHECKING, Any
 from reaper import USER_AGENT, log
 from reaper.capped import byte_size, read_capped
 from reaper.channels.base import (
+    BODY_BUDGET,
+    ActionSlots,
     Channel,
     ChannelOptions,
     ChannelRequest,
@@ -183,7 +185,8 @@ async def _deliver(
 class FanoutNotifier:
     """Sends every alert through every channel at once; see the module docstring. `unheard`:
     the names of the channels no person reads (a plain webhook): a message delivered there is
-    delivered, but not heard."""
+    delivered, but not heard. `body_budget` and `actions`: what its channels can carry
+    together (`reaper.channels.plugins`)."""
 
     def __init__(
         self,
@@ -192,11 +195,15 @@ class FanoutNotifier:
         unheard: frozenset[str] = frozenset(),
         *,
         answer_cap: int = ANSWER_CAP,
+        body_budget: int = BODY_BUDGET,
+        actions: ActionSlots | None = None,
     ) -> None:
         self.channels = list(channels)
         self.options = options or ChannelOptions()
         self.unheard = unheard
         self.answer_cap = answer_cap
+        self.body_budget = body_budget
+        self.actions = actions or ActionSlots()
 
     async def send(self, alert: Alert) -> list[Delivery]:
         return list(await asyncio.gather(*(self._one(c, alert) for c in self.channels)))

@@ -6,10 +6,11 @@ module is light (its HTTP client is imported with the first delivery).
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from importlib import import_module
 from typing import TYPE_CHECKING
 
-from reaper.channels.base import ChannelPlugin
+from reaper.channels.base import ActionSlots, ChannelPlugin
 from reaper.channels.registry import CHANNELS
 
 if TYPE_CHECKING:
@@ -25,3 +26,20 @@ def settings_reader(name: str) -> SettingsReader:
     """The `SETTINGS` reader of a registered channel's module."""
     reader: SettingsReader = import_module(CHANNELS[name]).SETTINGS
     return reader
+
+
+def body_budget(names: Sequence[str]) -> int:
+    """What one folded message may carry through these channels: the smallest of their
+    budgets; through none (the log), the largest any channel takes."""
+    budgets = [channel_plugin(name).body_budget for name in names]
+    return min(budgets) if budgets else max(channel_plugin(name).body_budget for name in CHANNELS)
+
+
+def action_slots(names: Sequence[str]) -> ActionSlots:
+    """What these channels can show of an alert's actions, together."""
+    configured = [channel_plugin(name).actions for name in names]
+    return ActionSlots(
+        buttons=max((s.buttons for s in configured), default=0),
+        links=max((s.links for s in configured), default=0),
+        menu=any(s.menu for s in configured),
+    )

@@ -13,7 +13,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from reaper import log
-from reaper.channels.base import ChannelOptions
+from reaper.channels.base import ActionSlots, ChannelOptions
 from reaper.clock import Clock
 from reaper.core.heartbeat import HOST_RULE
 from reaper.interfaces.ratelimit import Rate, TokenBuckets, retry_after
@@ -136,6 +136,14 @@ class _Budgeted:
         self._inner = inner
         self._channels = tuple(channels) or ("all",)
         self._budget = budget
+
+    @property
+    def body_budget(self) -> int:
+        return self._inner.body_budget
+
+    @property
+    def actions(self) -> ActionSlots:
+        return self._inner.actions
 
     async def send(self, alert: Alert) -> list[Delivery]:
         import asyncio

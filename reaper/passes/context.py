@@ -15,7 +15,7 @@ from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from typing import Literal
 
-from reaper.channels.base import Notifier
+from reaper.channels.base import Notifier, SilentNotifier
 from reaper.clock import Clock
 from reaper.core.models import (
     ActionGrant,
@@ -76,7 +76,7 @@ class DryRunEffects(Effects):
 
     def __init__(self, store: Store) -> None:
         self.recorded: list[str] = []
-        super().__init__(RecordingStore(store, self.recorded), _NoNotifier())
+        super().__init__(RecordingStore(store, self.recorded), SilentNotifier())
 
     async def send(self, alert: Alert) -> list[Delivery]:
         self.recorded.append(f"alert {alert.event}: {alert.title}")
@@ -92,11 +92,6 @@ class DryRunEffects(Effects):
     ) -> DeleteOutcome:
         self.recorded.append(f"delete {client.provider}:{instance_id}")
         return "dry_run"
-
-
-class _NoNotifier:
-    async def send(self, alert: Alert) -> list[Delivery]:
-        return []
 
 
 @dataclass
@@ -327,7 +322,8 @@ class Context:
         """Send an alert through the effects, its actions armed first (`passes.arm`); a dry
         run arms nothing, since arming stores grants."""
         if self.effects.live:
-            alert = arm_safely(alert, self.store, self.settings, self.clock.now())
+            room = self.notifier.actions
+            alert = arm_safely(alert, self.store, self.settings, self.clock.now(), room)
         return await self.effects.send(alert)
 
     def client(self, provider: str, account: str) -> ProviderClient | None:
