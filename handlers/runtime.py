@@ -22,8 +22,8 @@ from reaper.app import wiring
 from reaper.app.ssm import lambda_settings
 from reaper.settings.model import Settings
 from reaper.settings.parse import ConfigError
-from reaper.store.base import Store
 from reaper.store.failure import StoreHealth, failure_alert, store_failure
+from reaper.store.ports import Store
 
 EXIT_CONFIG = 2
 EXIT_ATTENTION = 1

@@ -17,7 +17,7 @@ from reaper.interfaces import views
 from reaper.passes.watch import WatchReport
 from reaper.settings.model import Settings
 from reaper.settings.parse import ConfigError
-from reaper.store.base import Store
+from reaper.store.ports import Store
 
 FUNCTION = "watch"
 

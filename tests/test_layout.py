@@ -299,7 +299,6 @@ PORTS = {
 }
 
 
-@pytest.mark.xfail(strict=True, reason="until stage 4 of the move")
 def test_the_passes_import_only_the_ports_of_providers_channels_and_store() -> None:
     found = sorted(
         f"{name} imports {target}"

@@ -19,7 +19,7 @@ from reaper.passes.arm import grant_id, mint
 from reaper.store.dynamodb import DynamoDBStore, create_table
 from tests.aws_support import AWS_ENV, atomic
 from tests.phone_support import link_path, phone
-from tests.store_contract import KEEP_A_DAY, T0, grant
+from tests.store_contract.records import KEEP_A_DAY, T0, grant
 
 
 def _race(count: int, act: Callable[[], Any]) -> list[Any]:

@@ -30,7 +30,7 @@ from reaper.providers.base import HttpOptions, ProviderClient
 from reaper.providers.plugins import plugin
 from reaper.settings.model import Settings
 from reaper.store import open_store
-from reaper.store.base import Store
+from reaper.store.ports import Store
 
 if TYPE_CHECKING:
     from collections.abc import Awaitable

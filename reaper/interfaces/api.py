@@ -19,8 +19,8 @@ from reaper.core.heartbeat import HOST_RULE
 from reaper.interfaces.ratelimit import Rate, TokenBuckets, retry_after
 from reaper.passes.ping import prune_retired
 from reaper.settings.model import Settings
-from reaper.store.base import Store
 from reaper.store.failure import StoreHealth
+from reaper.store.ports import Store
 
 if TYPE_CHECKING:
     from reaper.channels.base import Notifier

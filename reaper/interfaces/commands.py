@@ -26,7 +26,7 @@ from reaper.passes import keeping
 from reaper.providers.base import HttpOptions
 from reaper.settings.model import Settings
 from reaper.settings.parse import ConfigError
-from reaper.store.base import Store
+from reaper.store.ports import Store
 
 EXIT_OK = 0
 EXIT_ATTENTION = 1

@@ -37,7 +37,7 @@ from reaper.passes.reap import ConfirmOptions, reap_pass
 from reaper.providers.base import HttpOptions
 from reaper.settings.model import Settings
 from reaper.settings.parse import ConfigError
-from reaper.store.base import Store
+from reaper.store.ports import Store
 
 if TYPE_CHECKING:
     from emulators import RunPodEmulator, VastEmulator

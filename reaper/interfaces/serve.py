@@ -50,8 +50,8 @@ from reaper.passes.watch import watch_pass
 from reaper.providers.base import ProviderClient
 from reaper.settings.model import Settings, weak_key
 from reaper.settings.parse import ConfigError
-from reaper.store.base import Store
 from reaper.store.failure import StoreHealth, failure_alert, store_failure
+from reaper.store.ports import Store
 from reaper.store.sqlite import SQLiteStore, StoreSchemaError
 
 Scope = MutableMapping[str, Any]

@@ -37,7 +37,7 @@ from reaper.passes.reap import ActionResult, ReapReport
 from reaper.passes.watch import WatchReport
 from reaper.providers.plugins import provider_host
 from reaper.settings.model import Settings
-from reaper.store.base import Store
+from reaper.store.ports import Store
 
 # --- reap -----------------------------------------------------------------------------------
 

@@ -39,7 +39,7 @@ from reaper.passes.context import Context
 from reaper.passes.reap import ConfirmOptions, RequestOutcome, request_pass
 from reaper.providers.base import ProviderClient
 from reaper.settings.model import Settings
-from reaper.store.base import Store
+from reaper.store.ports import Store
 
 # A second press confirms "terminate now" within this (never past the first button's expiry).
 CONFIRM_TTL = timedelta(minutes=10)

@@ -21,7 +21,7 @@ from reaper import log
 from reaper.channels.base import ActionSlots
 from reaper.core.models import ActionGrant, Alert, PhoneAction
 from reaper.settings.model import Settings
-from reaper.store.base import Store
+from reaper.store.ports import Store
 
 # How long a button or an action link can be used.
 GRANT_TTL = timedelta(hours=24)

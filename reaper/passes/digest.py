@@ -23,7 +23,7 @@ from reaper.passes.observe import observe, read_extras
 from reaper.providers.base import ProviderClient
 from reaper.providers.plugins import label
 from reaper.settings.model import Settings
-from reaper.store.base import Store
+from reaper.store.ports import Store
 
 # A second digest within this gap (a restarted `serve`, a retried Lambda) is skipped.
 DIGEST_MIN_GAP = timedelta(hours=20)

@@ -20,7 +20,7 @@ from reaper.core.models import ActionKind, ActionRecord, Monitor
 from reaper.core.monitors import SettingsChange, apply_change, describe_change
 from reaper.passes import correlate
 from reaper.settings.model import Settings
-from reaper.store.base import Store
+from reaper.store.ports import Store
 
 
 @dataclass(frozen=True)

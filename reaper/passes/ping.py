@@ -17,7 +17,7 @@ from reaper.core.records import Monitor
 from reaper.passes import correlate
 from reaper.providers.plugins import provider_host
 from reaper.settings.model import Settings
-from reaper.store.base import Store
+from reaper.store.ports import Store
 
 if TYPE_CHECKING:
     from reaper.channels.base import Notifier

@@ -54,7 +54,7 @@ from reaper.passes.observe import observe
 from reaper.passes.ping import UNDELIVERED_ALERT, cross_checkable, prune_retired
 from reaper.providers.base import ProviderClient
 from reaper.settings.model import Settings
-from reaper.store.base import Store
+from reaper.store.ports import Store
 
 # More alerts than this in one watch pass are folded into one summary alert.
 STORM_LIMIT = 20

@@ -17,6 +17,8 @@ from collections.abc import Callable, Collection, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Literal, Protocol
 
+from reaper import log
+
 if TYPE_CHECKING:
     from datetime import datetime
 
@@ -55,8 +57,6 @@ class StaleReading(ProviderError):
 def error_text(exc: BaseException) -> str:
     """One line for a failure, for reports, alerts and the audit: never a traceback, never a
     secret (log.redact scrubs every registered key), at most 300 characters."""
-    from reaper import log
-
     text = exc.message if isinstance(exc, ProviderError) else f"{type(exc).__name__}: {exc}"
     return log.redact(" ".join(str(text).split()))[:300] or type(exc).__name__
 
@@ -195,3 +195,54 @@ class ProviderPlugin:
     client: str
     fetch_note: Callable[[str, str], tuple[str, str] | None] = lambda _account, _what: None
     fetch_episode: Callable[[str, str], str | None] = lambda _account, _what: None
+
+
+# --- what every listing means ------------------------------------------------------------
+
+
+def _decision_facts(inst: Instance) -> tuple[object, ...]:
+    """What the policy decides on: copies that differ in any of it contradict each other (one
+    copy locked or carrying the protect marker, another not, is no less a contradiction than
+    one stopped and one running)."""
+    return (
+        inst.state,
+        inst.raw_status,
+        inst.locked,
+        inst.name,
+        inst.cluster_id,
+        inst.protection_unreadable,
+        inst.started_at,
+        inst.created_at,
+    )
+
+
+def merge_duplicates(instances: list[Instance]) -> list[Instance]:
+    """One instance per id, in first-seen order. Copies that agree collapse into one; copies
+    that contradict each other (EXITED on one page and RUNNING on the next, or through two keys
+    of one account) make the instance unknown: a listing that contradicts itself cannot be
+    read, and what cannot be read is never reaped."""
+    merged: dict[str, Instance] = {}
+    for inst in instances:
+        first = merged.get(inst.key)
+        if first is None:
+            merged[inst.key] = inst
+        elif _decision_facts(first) != _decision_facts(inst):
+            statuses = sorted({first.raw_status, inst.raw_status} - {""}) or ["?"]
+            if len(statuses) == 1:
+                statuses = [f"{statuses[0]} with other facts"]
+            merged[inst.key] = first.model_copy(
+                update={
+                    "state": "unknown",
+                    "raw_status": "conflicting: " + " / ".join(statuses),
+                    "cost_per_hour": None,
+                }
+            )
+            log.event(
+                "provider_conflicting_instance",
+                provider=inst.provider,
+                account=inst.account,
+                id=inst.id,
+                statuses=",".join(statuses),
+                state="unknown",
+            )
+    return list(merged.values())

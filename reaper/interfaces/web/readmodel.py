@@ -32,7 +32,7 @@ from reaper.core.snapshot import AccountSnapshot, Snapshot
 from reaper.core.units import HOURS_PER_MONTH
 from reaper.providers.plugins import provider_host
 from reaper.settings.model import Settings
-from reaper.store.base import Store
+from reaper.store.ports import Store
 
 _T = TypeVar("_T")
 

@@ -35,7 +35,7 @@ from urllib.parse import urlsplit
 
 from reaper.settings.model import Settings
 from reaper.settings.parse import ConfigError, is_loopback_host
-from reaper.store.base import Store
+from reaper.store.ports import Store
 
 SESSION_COOKIE = "reaper_session"
 SESSION_LIFETIME = timedelta(days=7)

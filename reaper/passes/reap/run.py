@@ -52,7 +52,7 @@ from reaper.passes.reap.terminate import announce_pending, reconcile, terminate_
 from reaper.passes.reap.warn import alert_exemptions, mark_held, observe_holds, warn_all
 from reaper.providers.base import UNREADABLE_ID_PREFIX, ProviderClient
 from reaper.settings.model import Settings
-from reaper.store.base import Store
+from reaper.store.ports import Store
 
 CAP_EPISODE = "reap:cap"
 CLOCK_EPISODE = "reap:clock_behind"

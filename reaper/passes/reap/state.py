@@ -25,7 +25,7 @@ from reaper.passes.reap.report import ActOptions, ConfirmOptions, ReapReport
 from reaper.providers.base import error_text
 from reaper.providers.plugins import label
 from reaper.settings.model import Settings
-from reaper.store.base import Lease, Store
+from reaper.store.ports import Lease, Store
 
 LEASE_NAME = "reap"
 # Short, so that a pass that was killed holds up the next for two minutes, not half an hour;

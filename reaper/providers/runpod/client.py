@@ -43,6 +43,7 @@ from reaper.providers.base import (
     HttpOptions,
     ProviderError,
     TerminateOutcome,
+    merge_duplicates,
 )
 from reaper.providers.http import Requester, json_object, read_each
 from reaper.providers.parsing import (
@@ -51,7 +52,6 @@ from reaper.providers.parsing import (
     RawModel,
     as_number,
     finite,
-    merge_duplicates,
     not_an_object,
     note_unreadable,
     raw_status,

@@ -48,6 +48,7 @@ from reaper.providers.base import (
     ProviderError,
     StaleReading,
     TerminateOutcome,
+    merge_duplicates,
 )
 from reaper.providers.http import Reply, Requester, json_object, read_each
 from reaper.providers.parsing import (
@@ -56,7 +57,6 @@ from reaper.providers.parsing import (
     as_number,
     epoch_to_datetime,
     finite,
-    merge_duplicates,
     not_an_object,
     note_unreadable,
     raw_status,
