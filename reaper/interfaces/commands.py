@@ -24,6 +24,7 @@ from reaper.interfaces.table import terminal_width
 from reaper.interfaces.web.session import LOGIN_LINK_LIFETIME, create_login_link, login_link_base
 from reaper.passes import keeping
 from reaper.providers.base import HttpOptions
+from reaper.providers.plugins import parse_target
 from reaper.settings.model import Settings
 from reaper.settings.parse import ConfigError
 from reaper.store.ports import Store
@@ -55,21 +56,6 @@ def reap_command(
     elif not report.lease_taken:
         print(views.reap_table(report, show_all=show_all, width=terminal_width()))
     return report.exit_code
-
-
-def parse_target(target: str) -> tuple[str, str]:
-    """`<provider>:<id>`, the id canonicalised the way the provider's listing spells it."""
-    from reaper.providers.plugins import canonical_id, plugins
-
-    provider, sep, raw_id = target.strip().partition(":")
-    names = [p.name for p in plugins()]
-    if not sep or provider not in names or not raw_id:
-        expected = " or ".join(f"{name}:<id>" for name in names)
-        raise ConfigError("<provider>:<id>", f"expected {expected}, got {target!r}")
-    instance_id = canonical_id(provider, raw_id)
-    if instance_id is None:
-        raise ConfigError("<provider>:<id>", f"not a valid {provider} instance id: {raw_id!r}")
-    return provider, instance_id
 
 
 def _listed(store: Store, provider: str) -> tuple[list[Instance], datetime | None]:

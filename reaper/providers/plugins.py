@@ -2,7 +2,7 @@
 
 `registry.PROVIDERS` names the packages; this imports one when it is first needed (a plugin
 package is light: its client module is imported only by `reaper.app.wiring`, when a client is
-made).
+made). `parse_target` reads `<provider>:<id>` as the command line and the status page take it.
 """
 
 from __future__ import annotations
@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING
 
 from reaper.providers.base import ProviderPlugin
 from reaper.providers.registry import PROVIDERS
+from reaper.settings.parse import ConfigError
 
 if TYPE_CHECKING:
     from reaper.settings.parse import SettingsReader
@@ -59,3 +60,16 @@ def provider_host(host: str) -> tuple[str, str] | None:
             if instance_id and found.canonical_id(instance_id) == instance_id:
                 return found.name, instance_id
     return None
+
+
+def parse_target(target: str) -> tuple[str, str]:
+    """`<provider>:<id>`, the id canonicalised the way the provider's listing spells it."""
+    provider, sep, raw_id = target.strip().partition(":")
+    names = [p.name for p in plugins()]
+    if not sep or provider not in names or not raw_id:
+        expected = " or ".join(f"{name}:<id>" for name in names)
+        raise ConfigError("<provider>:<id>", f"expected {expected}, got {target!r}")
+    instance_id = canonical_id(provider, raw_id)
+    if instance_id is None:
+        raise ConfigError("<provider>:<id>", f"not a valid {provider} instance id: {raw_id!r}")
+    return provider, instance_id

@@ -6,10 +6,7 @@ from __future__ import annotations
 from datetime import datetime
 
 from emulators.clock import FakeClock
-from reaper.core.models import (
-    KeptInstance,
-    WarningRecord,
-)
+from reaper.core.models import KeptInstance, WarningRecord
 from reaper.store.ports import Store
 from tests.store_contract.records import (
     HOUR,

@@ -4,10 +4,7 @@ from __future__ import annotations
 
 from datetime import datetime
 
-from reaper.core.models import (
-    Monitor,
-    PingEvent,
-)
+from reaper.core.models import Monitor, PingEvent
 from reaper.core.monitors import PING_LOG_KEPT, SettingsChange
 from reaper.store.ports import Store
 from tests.store_contract.records import (

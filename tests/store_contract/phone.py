@@ -2,9 +2,7 @@
 
 from __future__ import annotations
 
-from reaper.core.models import (
-    PhoneAction,
-)
+from reaper.core.models import PhoneAction
 from reaper.store.ports import Store
 from tests.store_contract.records import (
     HOUR,

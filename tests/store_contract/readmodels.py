@@ -4,10 +4,7 @@ from __future__ import annotations
 
 from datetime import datetime
 
-from reaper.core.models import (
-    Instance,
-    Listing,
-)
+from reaper.core.models import Instance, Listing
 from reaper.core.snapshot import AccountSnapshot, Snapshot
 from reaper.store.ports import Store
 from tests.store_contract.records import HOUR, PLUS_TWO, T0, assert_utc

@@ -13,9 +13,9 @@ from datetime import datetime
 from reaper.core.models import Monitor, PingEvent
 from reaper.core.monitors import grace_of, timeout_of
 from reaper.core.units import humanize, iso
+from reaper.interfaces.readmodel import as_watchdog
 from reaper.interfaces.web.layout import document, esc, hidden, post_button, when
 from reaper.interfaces.web.page import monitor_actions, monitor_line
-from reaper.interfaces.web.readmodel import as_watchdog
 from reaper.settings.model import Settings
 
 

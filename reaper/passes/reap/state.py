@@ -39,7 +39,6 @@ LEASE_RENEW_EVERY = 20.0
 MAX_CLOCK_SKEW = timedelta(minutes=5)
 # One episode per provider whose clock is off.
 PROVIDER_CLOCK_EPISODE = "reap:provider_clock:"
-
 Sleep = Callable[[float], Awaitable[None]]
 
 

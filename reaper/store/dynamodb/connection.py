@@ -7,37 +7,25 @@ from __future__ import annotations
 
 from collections.abc import Iterator, Mapping
 from datetime import datetime, timedelta
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from reaper.core.units import as_utc
 from reaper.store.ports import ReadOnlyStoreError
 
-if TYPE_CHECKING:  # pydantic models, imported where used: a cold ping needs none of them
-    pass
-
-
 # Grants and termination requests outlive their expiry by this much before TTL may collect
 # them ("expired" can still be told from "unknown" meanwhile).
 GRANT_RETENTION = timedelta(days=1)
-
-
 Item = dict[str, Any]
-
-
 # The table's schema, shared by `create_table` (tests, DynamoDB Local) and serverless.yml
 # (checked against each other by the AWS tests).
 KEY_SCHEMA = [
     {"AttributeName": "pk", "KeyType": "HASH"},
     {"AttributeName": "sk", "KeyType": "RANGE"},
 ]
-
-
 ATTRIBUTE_DEFINITIONS = [
     {"AttributeName": "pk", "AttributeType": "S"},
     {"AttributeName": "sk", "AttributeType": "S"},
 ]
-
-
 TTL_ATTRIBUTE = "ttl"
 
 

@@ -6,17 +6,6 @@ from collections.abc import Mapping
 from datetime import datetime, timedelta
 from typing import TYPE_CHECKING, Any
 
-from reaper.store.ports import Lease
-from reaper.store.rows import (
-    text_time,
-    time_text,
-)
-
-if TYPE_CHECKING:  # pydantic models, imported where used: a cold ping needs none of them
-    from reaper.core.models import (
-        Episode,
-    )
-
 from reaper.store.dynamodb.connection import (
     TTL_ATTRIBUTE,
     DynamoDBTable,
@@ -27,12 +16,18 @@ from reaper.store.dynamodb.connection import (
     _s,
     _str,
 )
+from reaper.store.ports import Lease
+from reaper.store.rows import text_time, time_text
+
+if TYPE_CHECKING:  # pydantic models, imported where used: a cold ping needs none of them
+    from reaper.core.models import (
+        Episode,
+    )
+
 
 # A claim is kept at least this long (or its window, if longer), as the SQLite store keeps it,
 # so that a caller with a longer window than the last claimer's still sees a duplicate.
 CLAIM_RETENTION = timedelta(days=7)
-
-
 # A lease item outlives its expiry by this much before TTL may collect it.
 LEASE_RETENTION = timedelta(days=1)
 

@@ -7,22 +7,6 @@ from collections.abc import Mapping
 from datetime import datetime, timedelta
 from typing import TYPE_CHECKING, Any
 
-from reaper.store.rows import (
-    text_time,
-    time_text,
-    utc_record,
-)
-
-if TYPE_CHECKING:  # pydantic models, imported where used: a cold ping needs none of them
-    from reaper.core.models import (
-        AuditRecord,
-        History,
-        KeptInstance,
-        ReapRun,
-        TerminationRequest,
-        WarningRecord,
-    )
-
 from reaper.store.dynamodb.connection import (
     GRANT_RETENTION,
     TTL_ATTRIBUTE,
@@ -34,11 +18,21 @@ from reaper.store.dynamodb.connection import (
     _s,
     _str,
 )
+from reaper.store.rows import text_time, time_text, utc_record
+
+if TYPE_CHECKING:  # pydantic models, imported where used: a cold ping needs none of them
+    from reaper.core.models import (
+        AuditRecord,
+        History,
+        KeptInstance,
+        ReapRun,
+        TerminationRequest,
+        WarningRecord,
+    )
+
 
 # Reap runs are only read for "the last one"; DynamoDB drops them this long after they finish.
 REAP_RUN_RETENTION = timedelta(days=90)
-
-
 # A warning's attributes on its stretch's item (`history/stop#<key>`).
 _WARNING_ATTRIBUTES = (
     "warned_at",

@@ -3,27 +3,15 @@
 from __future__ import annotations
 
 from datetime import UTC, datetime
-from typing import TYPE_CHECKING
 
 from reaper.core.monitors import SettingsChange, apply_change
 from reaper.core.records import Monitor, PingEvent
 from reaper.core.units import as_utc
-from reaper.store.rows import (
-    last_heard,
-    log_slot,
-    retired_to_delete,
-    utc_record,
-)
-
-if TYPE_CHECKING:  # pydantic models, imported where used: a cold ping needs none of them
-    pass
-
 from reaper.store.dynamodb.connection import DynamoDBTable, Item, _error_code, _key, _n, _s
+from reaper.store.rows import last_heard, log_slot, retired_to_delete, utc_record
 
 # How often a monitor write re-reads and retries after losing a race on the same host.
 CONFLICT_RETRIES = 20
-
-
 # A mute changes no pause, so the time of its change dates nothing.
 _EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
 

@@ -6,18 +6,6 @@ import time
 from datetime import datetime, timedelta
 from typing import TYPE_CHECKING
 
-from reaper.store.rows import (
-    text_time,
-    time_text,
-    utc_record,
-)
-
-if TYPE_CHECKING:  # pydantic models, imported where used: a cold ping needs none of them
-    from reaper.core.models import (
-        ActionGrant,
-        ActionRecord,
-    )
-
 from reaper.store.dynamodb.connection import (
     GRANT_RETENTION,
     TTL_ATTRIBUTE,
@@ -29,11 +17,17 @@ from reaper.store.dynamodb.connection import (
     _s,
     _str,
 )
+from reaper.store.rows import text_time, time_text, utc_record
+
+if TYPE_CHECKING:  # pydantic models, imported where used: a cold ping needs none of them
+    from reaper.core.models import (
+        ActionGrant,
+        ActionRecord,
+    )
+
 
 # A sign-in token item outlives its expiry by this much before TTL may collect it.
 LOGIN_TOKEN_RETENTION = timedelta(days=1)
-
-
 # A session's item stays this long past its expiry, for TTL to collect.
 SESSION_RETENTION = timedelta(days=1)
 

@@ -7,26 +7,14 @@ import zlib
 from datetime import datetime
 from typing import TYPE_CHECKING
 
-from reaper.store.rows import (
-    SNAPSHOT_RETENTION,
-    time_text,
-    utc_record,
-)
+from reaper.store.dynamodb.connection import TTL_ATTRIBUTE, DynamoDBTable, _epoch, _key, _n, _s
+from reaper.store.rows import SNAPSHOT_RETENTION, time_text, utc_record
 
 if TYPE_CHECKING:  # pydantic models, imported where used: a cold ping needs none of them
     from reaper.core.models import (
         Listing,
     )
     from reaper.core.snapshot import Snapshot
-
-from reaper.store.dynamodb.connection import (
-    TTL_ATTRIBUTE,
-    DynamoDBTable,
-    _epoch,
-    _key,
-    _n,
-    _s,
-)
 
 
 class ReadModelStore(DynamoDBTable):

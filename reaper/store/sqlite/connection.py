@@ -13,49 +13,30 @@ from collections.abc import Iterator
 from contextlib import contextmanager, suppress
 from datetime import datetime, timedelta
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from reaper import log
 from reaper.core.records import Monitor
 from reaper.store.ports import ReadOnlyStoreError
-from reaper.store.rows import (
-    text_time,
-    time_text,
-)
-
-if TYPE_CHECKING:  # pydantic models, imported where used: a cold ping needs none of them
-    pass
-
+from reaper.store.rows import text_time, time_text
 from reaper.store.sqlite.schema import _MIGRATIONS, _SCHEMA, SCHEMA_VERSION
 
 BUSY_TIMEOUT_SECONDS = 5.0
-
-
 # A checkpoint (copying the WAL into the file, then fsync) runs inside the commit that crosses
 # this much WAL, on the request that made it. Since every ping also writes its log row (a page
 # of its own), SQLite's default (1000 pages of 4 KB) made each such stall long enough to show in
 # the p99 of `reaper serve`; a quarter of it keeps each one short (bench.heartbeat).
 WAL_CHECKPOINT_BYTES = 1024 * 1024
-
-
 # `reaper serve` checkpoints from a thread of its own this often (`checkpoint_apart`), and its
 # commits only once the WAL has grown past the second figure: should that thread fall behind.
 CHECKPOINT_EVERY_SECONDS = 0.5
-
-
 WAL_BACKSTOP_BYTES = 16 * 1024 * 1024
-
-
 # The page size of a new database. Every ping's commit writes its monitor's page and its log
 # slot's page to the WAL: at 1 KB a commit costs about 60% of what it does at 4 KB (33 against
 # 55 µs, measured alone), and a monitor or an event row still fits a page. A file created
 # before keeps its own page size (SQLite fixes it at creation).
 PAGE_SIZE = 1024
-
-
 WAL_SWITCH_RETRY_SECONDS = 0.005
-
-
 # Grants and termination requests are dropped this long after they expired (when a new one is
 # written), so that "expired" can still be told from "unknown" for a while.
 GRANT_RETENTION = timedelta(days=1)

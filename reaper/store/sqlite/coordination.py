@@ -6,22 +6,17 @@ from datetime import datetime, timedelta
 from typing import TYPE_CHECKING
 
 from reaper.store.ports import Lease
-from reaper.store.rows import (
-    text_time,
-    time_text,
-)
+from reaper.store.rows import text_time, time_text
+from reaper.store.sqlite.connection import SQLiteConnection, _opt_dt
 
 if TYPE_CHECKING:  # pydantic models, imported where used: a cold ping needs none of them
     from reaper.core.models import (
         Episode,
     )
 
-from reaper.store.sqlite.connection import SQLiteConnection, _opt_dt
 
 # Claims are pruned every this many claim_alert calls, in the calling transaction.
 CLAIM_PRUNE_EVERY = 100
-
-
 # A claim is pruned once older than this (or than the claiming call's window, if longer), so
 # that a caller using a longer window than the one that pruned never sees a duplicate.
 CLAIM_RETENTION = timedelta(days=7)

@@ -5,10 +5,14 @@ from __future__ import annotations
 from datetime import datetime
 from typing import TYPE_CHECKING, Any
 
-from reaper.store.rows import (
-    text_time,
-    time_text,
-    utc_record,
+from reaper.store.rows import text_time, time_text, utc_record
+from reaper.store.sqlite.connection import (
+    GRANT_RETENTION,
+    SQLiteConnection,
+    _opt_delta,
+    _opt_dt,
+    _opt_seconds,
+    _opt_text,
 )
 
 if TYPE_CHECKING:  # pydantic models, imported where used: a cold ping needs none of them
@@ -21,26 +25,14 @@ if TYPE_CHECKING:  # pydantic models, imported where used: a cold ping needs non
         WarningRecord,
     )
 
-from reaper.store.sqlite.connection import (
-    GRANT_RETENTION,
-    SQLiteConnection,
-    _opt_delta,
-    _opt_dt,
-    _opt_seconds,
-    _opt_text,
-)
 
 # Reap runs are only read for "the last one"; a bounded tail keeps the file small.
 REAP_RUNS_KEPT = 1000
-
-
 # A warning's columns, in the order `_warning_row` writes and `_warning` reads them.
 _SELECT_WARNINGS = (
     "SELECT key, at, heard, mode, terminate_at, stretch, issued_at, ttl, warn_before, held_at"
     " FROM warnings"
 )
-
-
 _UPSERT_WARNING = (
     "INSERT INTO warnings"
     " (key, at, heard, mode, terminate_at, stretch, issued_at, ttl, warn_before, held_at)"

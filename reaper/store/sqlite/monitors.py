@@ -9,26 +9,14 @@ from __future__ import annotations
 
 import sqlite3
 from datetime import UTC, datetime
-from typing import TYPE_CHECKING
 
 from reaper.core.monitors import SettingsChange, apply_change
 from reaper.core.records import Monitor, PingEvent
-from reaper.store.rows import (
-    log_slot,
-    retired_to_delete,
-    text_time,
-    utc_record,
-)
-
-if TYPE_CHECKING:  # pydantic models, imported where used: a cold ping needs none of them
-    pass
-
+from reaper.store.rows import log_slot, retired_to_delete, text_time, utc_record
 from reaper.store.sqlite.connection import SQLiteConnection
 
 # A mute changes no pause, so the time of its change dates nothing.
 _EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
-
-
 # An event into its slot of the host's ring.
 _LOG_EVENT = (
     "INSERT INTO ping_log (host, slot, seq, event) VALUES (?, ?, ?, ?) "

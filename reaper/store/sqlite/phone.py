@@ -5,18 +5,14 @@ from __future__ import annotations
 from datetime import datetime, timedelta
 from typing import TYPE_CHECKING
 
-from reaper.store.rows import (
-    time_text,
-    utc_record,
-)
+from reaper.store.rows import time_text, utc_record
+from reaper.store.sqlite.connection import GRANT_RETENTION, SQLiteConnection, _opt_dt
 
 if TYPE_CHECKING:  # pydantic models, imported where used: a cold ping needs none of them
     from reaper.core.models import (
         ActionGrant,
         ActionRecord,
     )
-
-from reaper.store.sqlite.connection import GRANT_RETENTION, SQLiteConnection, _opt_dt
 
 
 class PhoneStore(SQLiteConnection):

@@ -5,19 +5,14 @@ from __future__ import annotations
 from datetime import datetime
 from typing import TYPE_CHECKING
 
-from reaper.store.rows import (
-    SNAPSHOT_RETENTION,
-    time_text,
-    utc_record,
-)
+from reaper.store.rows import SNAPSHOT_RETENTION, time_text, utc_record
+from reaper.store.sqlite.connection import SQLiteConnection
 
 if TYPE_CHECKING:  # pydantic models, imported where used: a cold ping needs none of them
     from reaper.core.models import (
         Listing,
     )
     from reaper.core.snapshot import Snapshot
-
-from reaper.store.sqlite.connection import SQLiteConnection
 
 
 class ReadModelStore(SQLiteConnection):

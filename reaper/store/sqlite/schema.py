@@ -2,15 +2,7 @@
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
-
-if TYPE_CHECKING:  # pydantic models, imported where used: a cold ping needs none of them
-    pass
-
-
 SCHEMA_VERSION = 4
-
-
 # The tables version 2 added: created alike in a new database and by the upgrade from 1.
 _TABLES_OF_2 = """
 CREATE TABLE listings (
@@ -41,14 +33,10 @@ CREATE TABLE ping_log (
     PRIMARY KEY (host, slot)
 ) WITHOUT ROWID;
 """
-
-
 # The table version 4 added: the status page's sessions, so that signing out ends one.
 _TABLES_OF_4 = """
 CREATE TABLE sessions (id TEXT PRIMARY KEY, expires_at TEXT NOT NULL) WITHOUT ROWID;
 """
-
-
 _SCHEMA = (
     """
 CREATE TABLE stopped_clock (
@@ -88,8 +76,6 @@ CREATE TABLE episodes (
     + _TABLES_OF_2
     + _TABLES_OF_4
 )
-
-
 # The columns version 3 added: a warning's license facts (its stretch, when and under which
 # settings its deadline was computed, the last pass the cap held it) and the first miss of a
 # recorded stretch.
@@ -101,8 +87,6 @@ ALTER TABLE warnings ADD COLUMN ttl REAL;
 ALTER TABLE warnings ADD COLUMN warn_before REAL;
 ALTER TABLE warnings ADD COLUMN held_at TEXT;
 """
-
-
 # Each step takes a database of the version before it to the version after it. A warning
 # written before version 2 knew neither whether a person heard it nor its mode; one written
 # before version 3 does not say which stretch it was for: either licenses nothing, so the

@@ -1,4 +1,5 @@
-"""What the status page and `/status` show, read from the store alone.
+"""What the status page, `/status` and `reaper status` show, read from the store alone (shared
+by the web pages and the command line's views).
 
 A page view never lists a provider: it reads what the passes recorded — each account's last
 complete listing, the stopped clocks, warnings and keeps, the monitors, the audit and the
