@@ -11,19 +11,22 @@ from typing import Any
 import pytest
 
 from emulators import RunPodEmulator, VastEmulator
-from emulators.fleet import EXAMPLE, FleetError, load_fleet, parse_fleet, populate
+from emulators.fleet import EXAMPLE, FleetError, load_fleet, parse_fleet
 
 ROOT = Path(__file__).resolve().parents[1]
+# The emulators whose sections a fleet file holds, by provider name.
+EMULATORS = {"runpod": RunPodEmulator, "vast": VastEmulator}
 
 
 def test_the_example_loads_and_populates_both_emulators() -> None:
-    fleet = load_fleet(EXAMPLE)
+    fleet = load_fleet(EXAMPLE, EMULATORS)
     assert fleet.size == (4, 3)
     with (
-        RunPodEmulator(fleet.runpod.accounts) as runpod,
-        VastEmulator(fleet.vast.accounts) as vast,
+        RunPodEmulator(fleet.sections["runpod"].accounts) as runpod,
+        VastEmulator(fleet.sections["vast"].accounts) as vast,
     ):
-        populate(fleet, runpod, vast)
+        runpod.populate(fleet.sections["runpod"])
+        vast.populate(fleet.sections["vast"])
         assert sorted(runpod.pod_ids()) == [
             "dataset-cache-c3",
             "llm-finetune-a1",
@@ -38,18 +41,17 @@ def test_the_example_loads_and_populates_both_emulators() -> None:
 
 
 def test_every_field_the_loader_takes_is_in_the_readme() -> None:
-    from emulators import fleet
-
     readme = (ROOT / "README.md").read_text(encoding="utf-8")
     section = readme[readme.index("### `reaper emulate`") :]
-    for name in (*fleet._POD_FIELDS, *fleet._INSTANCE_FIELDS, "accounts", "balances"):
+    fields = (*RunPodEmulator.FLEET_FIELDS, *VastEmulator.FLEET_FIELDS)
+    for name in (*fields, "accounts", "balances"):
         assert f"`{name}`" in section, name
 
 
 def test_an_empty_file_is_a_fleet_of_nothing_with_one_account_each() -> None:
-    fleet = parse_fleet({})
+    fleet = parse_fleet({}, EMULATORS)
     assert fleet.size == (0, 0)
-    assert list(fleet.runpod.accounts) == ["emulated"] and list(fleet.vast.accounts) == ["emulated"]
+    assert [list(s.accounts) for s in fleet.sections.values()] == [["emulated"], ["emulated"]]
 
 
 @pytest.mark.parametrize(
@@ -102,7 +104,7 @@ def test_an_empty_file_is_a_fleet_of_nothing_with_one_account_each() -> None:
 )
 def test_each_mistake_is_one_line_naming_its_place(data: Any, message: str) -> None:
     with pytest.raises(FleetError) as err:
-        parse_fleet(data)
+        parse_fleet(data, EMULATORS)
     assert str(err.value).startswith(message), str(err.value)
     assert "\n" not in str(err.value)
 
@@ -111,13 +113,15 @@ def test_a_file_that_is_not_json_says_where(tmp_path: Path) -> None:
     path = tmp_path / "fleet.json"
     path.write_text('{"runpod": {"pods": [}\n')
     with pytest.raises(FleetError, match=r"^not JSON: .* \(line 1, column \d+\)$"):
-        load_fleet(path)
+        load_fleet(path, EMULATORS)
     with pytest.raises(FleetError, match=r"^no such file$"):
-        load_fleet(tmp_path / "missing.json")
+        load_fleet(tmp_path / "missing.json", EMULATORS)
 
 
 def test_a_null_vast_label_and_status_are_what_vast_answers() -> None:
-    fleet = parse_fleet({"vast": {"instances": [{"label": None, "actual_status": None}]}})
-    assert fleet.vast.entries[0]["label"] is None
-    assert fleet.vast.entries[0]["actual_status"] is None
-    json.dumps(fleet.vast.entries)
+    fleet = parse_fleet(
+        {"vast": {"instances": [{"label": None, "actual_status": None}]}}, EMULATORS
+    )
+    vast = fleet.sections["vast"]
+    assert vast.entries[0]["label"] is None and vast.entries[0]["actual_status"] is None
+    json.dumps(vast.entries)

@@ -13,7 +13,7 @@ from pathlib import Path
 from reaper.app.settings import load_settings
 from reaper.app.wiring import make_clients
 from reaper.core.models import Monitor
-from reaper.interfaces.demo import DEMO_START, _fleet
+from reaper.interfaces.demo import DEMO_START
 from reaper.passes.reap import ConfirmOptions, reap_pass
 from reaper.providers.base import HttpOptions
 from reaper.store.sqlite import SQLiteStore
@@ -26,6 +26,8 @@ def test_the_demo_fleet_on_the_status_page(tmp_path: Path) -> None:
     from emulators import RunPodEmulator, VastEmulator
     from emulators.channels import RecordingNotifier
     from emulators.clock import FakeClock
+    from emulators.demo import extras
+    from emulators.fleet import EXAMPLE, load_fleet
 
     clock = FakeClock(DEMO_START)
     with (
@@ -33,7 +35,11 @@ def test_the_demo_fleet_on_the_status_page(tmp_path: Path) -> None:
         RunPodEmulator({"demo": "rp-demo-key"}, now=clock.now, delete_linger_reads=1) as runpod,
         VastEmulator({"demo": "vast-demo-key"}, now=clock.now, delete_linger_reads=1) as vast,
     ):
-        _fleet(runpod, vast)
+        # The demo's fleet: the example's, and what the demo stages beyond it.
+        fleet = load_fleet(EXAMPLE, {"runpod": RunPodEmulator, "vast": VastEmulator})
+        runpod.populate(fleet.sections["runpod"])
+        vast.populate(fleet.sections["vast"])
+        extras({"runpod": runpod, "vast": vast})
         runpod.set_balance(client_balance=42.0)
         # RunPod's own billing history for the Spend section: a month of busy days.
         runpod.set_billing(

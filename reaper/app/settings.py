@@ -25,10 +25,8 @@ from reaper.app.known import (
     nearest,
     unknown_setting_warnings,
 )
-from reaper.channels import plugins as channel_plugins
-from reaper.channels.registry import CHANNELS
-from reaper.providers import plugins as provider_plugins
-from reaper.providers.registry import PROVIDERS
+from reaper.channels.plugins import channel_plugins
+from reaper.providers.plugins import plugins
 from reaper.settings.model import Settings, parse_state_url
 from reaper.settings.parse import (
     ChannelSettings,
@@ -50,12 +48,12 @@ from reaper.settings.parse import (
 
 def provider_readers() -> list[SettingsReader]:
     """Each provider plugin's settings reader, in registry order (imported on first use)."""
-    return [provider_plugins.settings_reader(name) for name in PROVIDERS]
+    return [plugin.settings for plugin in plugins()]
 
 
 def channel_readers() -> list[SettingsReader]:
     """Each channel plugin's settings reader, in registry (delivery) order."""
-    return [channel_plugins.settings_reader(name) for name in CHANNELS]
+    return [plugin.settings for plugin in channel_plugins()]
 
 
 def key_variables() -> list[str]:
@@ -244,6 +242,8 @@ def known_variables() -> set[str]:
     names = set(CORE_VARIABLES) | set(OTHER_VARIABLES)
     for reader in (*provider_readers(), *channel_readers()):
         names |= set(reader.variables)
+    for plugin in plugins():
+        names |= set(plugin.kit.variables)
     return names
 
 

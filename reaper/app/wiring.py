@@ -10,8 +10,9 @@ This module and the HTTP route table (`reaper.interfaces.http.ROUTES`) are reape
 seams, where a module is imported by a name held in a string or only when it is first needed,
 so that a cold start pays for what it runs and no more: a provider's client module (its
 plugin's `client`, with the HTTP client and the pydantic models behind it) is imported when the
-first client is made — a Lambda container answering pings never loads one — and the passes
-when an entry point first runs one.
+first client is made — a Lambda container answering pings never loads one —, a provider's
+emulator (`reaper demo`, `reaper emulate`) only when one is started, and the passes when an
+entry point first runs one.
 """
 
 from __future__ import annotations
@@ -20,13 +21,13 @@ from collections.abc import AsyncIterator, Callable, Iterator
 from contextlib import asynccontextmanager, contextmanager
 from datetime import datetime
 from importlib import import_module
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from reaper import log
 from reaper.channels.base import ChannelOptions, LogNotifier, Notifier, SilentNotifier
 from reaper.channels.plugins import action_slots, body_budget, channel_plugin
 from reaper.clock import Clock, SystemClock
-from reaper.providers.base import HttpOptions, ProviderClient
+from reaper.providers.base import HttpOptions, ProviderClient, ProviderPlugin
 from reaper.providers.plugins import plugin
 from reaper.settings.model import Settings
 from reaper.store import open_store
@@ -61,6 +62,13 @@ def make_clients(settings: Settings, options: HttpOptions | None = None) -> list
         )
         clients += [make(account, configured, options) for account in configured.accounts]
     return clients
+
+
+def emulator(provider: ProviderPlugin) -> Any:
+    """The class of a provider's emulator (its plugin's `emulator`, `module:Class`), from the
+    separate `emulators` distribution: ImportError when it is not installed."""
+    module, _, name = provider.emulator.partition(":")
+    return getattr(import_module(module), name)
 
 
 def build_channels(settings: Settings) -> list[Channel]:

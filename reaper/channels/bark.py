@@ -160,6 +160,8 @@ PLUGIN = ChannelPlugin(
     name="bark",
     label="Bark",
     build=build,
+    settings=SETTINGS,
+    env_prefix="BARK_",
     # A push notification: APNs' 4 KB, less the rest of the payload.
     body_budget=3000,
     actions=ActionSlots(menu=True),

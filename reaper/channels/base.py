@@ -17,7 +17,7 @@ from reaper import log
 if TYPE_CHECKING:  # pydantic models and asyncio: a cold ping imports neither
     from reaper.core.models import Alert, Delivery
     from reaper.settings.model import Settings
-    from reaper.settings.parse import ChannelSettings
+    from reaper.settings.parse import ChannelSettings, SettingsReader
 
 
 def _real_sleep(seconds: float) -> Awaitable[None]:
@@ -99,12 +99,18 @@ BODY_BUDGET = 3000
 
 @dataclass(frozen=True)
 class ChannelPlugin:
-    """What the rest of reaper may know of one channel: its name, and how to build it from its
-    settings (`build(settings) -> Channel`)."""
+    """What the rest of reaper may know of one channel: its name, how to build it from its
+    settings (`build(settings) -> Channel`), how its variables are read (`settings`, all of
+    them starting with `env_prefix`), and what one message carries; every list of the
+    channels' facts elsewhere (the secrets read from SSM, the known variables and prefixes) is
+    derived from these. `inbound`: how the phone answers through it, for a channel whose
+    buttons come back to reaper (None: it only sends)."""
 
     name: str
     label: str
     build: Callable[[ChannelSettings], Channel]
+    settings: SettingsReader
+    env_prefix: str
     # Bytes of body one message can carry whole (what a folded list may fill).
     body_budget: int = BODY_BUDGET
     # How it offers actions from the phone; none by default.

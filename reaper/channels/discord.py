@@ -137,6 +137,8 @@ PLUGIN = ChannelPlugin(
     name="discord",
     label="Discord",
     build=build,
+    settings=SETTINGS,
+    env_prefix="DISCORD_",
     # An embed's 4,096 characters, less the links and room for escaping.
     body_budget=2500,
     actions=ActionSlots(links=MAX_LINKS),

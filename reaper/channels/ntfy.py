@@ -171,6 +171,8 @@ PLUGIN = ChannelPlugin(
     name="ntfy",
     label="ntfy",
     build=build,
+    settings=SETTINGS,
+    env_prefix="NTFY_",
     # ntfy's 4,096-byte message limit, less the title.
     body_budget=3800,
     actions=ActionSlots(links=MAX_ACTIONS),

@@ -1,4 +1,5 @@
-"""Finding the registered channels: their plugins and their settings readers.
+"""Finding the registered channels: their plugins (each the description of everything reaper
+may know of one channel), and what the configured ones can carry together.
 
 `registry.CHANNELS` names the modules; this imports one when it is first needed. A channel
 module is light (its HTTP client is imported with the first delivery).
@@ -14,7 +15,7 @@ from reaper.channels.base import ActionSlots, ChannelPlugin
 from reaper.channels.registry import CHANNELS
 
 if TYPE_CHECKING:
-    from reaper.settings.parse import SettingsReader
+    pass
 
 
 def channel_plugin(name: str) -> ChannelPlugin:
@@ -22,10 +23,9 @@ def channel_plugin(name: str) -> ChannelPlugin:
     return found
 
 
-def settings_reader(name: str) -> SettingsReader:
-    """The `SETTINGS` reader of a registered channel's module."""
-    reader: SettingsReader = import_module(CHANNELS[name]).SETTINGS
-    return reader
+def channel_plugins() -> list[ChannelPlugin]:
+    """Every registered channel's plugin, in registry (delivery) order."""
+    return [channel_plugin(name) for name in CHANNELS]
 
 
 def body_budget(names: Sequence[str]) -> int:

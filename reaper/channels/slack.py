@@ -133,6 +133,8 @@ PLUGIN = ChannelPlugin(
     name="slack",
     label="Slack",
     build=build,
+    settings=SETTINGS,
+    env_prefix="SLACK_",
     # A section's 3,000 characters, with room for escaping.
     body_budget=2500,
     actions=ActionSlots(links=MAX_LINKS),

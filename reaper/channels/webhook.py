@@ -142,6 +142,8 @@ PLUGIN = ChannelPlugin(
     name="webhook",
     label="webhook",
     build=build,
+    settings=SETTINGS,
+    env_prefix="WEBHOOK_",
     # A program takes the whole body: it never makes a folded message smaller.
     body_budget=18000,
 )

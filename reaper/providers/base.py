@@ -23,6 +23,7 @@ if TYPE_CHECKING:
     from datetime import datetime
 
     from reaper.core.models import Balance, BilledDay, Instance, Volume
+    from reaper.settings.parse import SettingsReader
 
 TerminateOutcome = Literal["deleted", "not_found"]
 
@@ -178,14 +179,31 @@ class ProviderClient(Protocol):
 
 
 @dataclass(frozen=True)
+class Kit:
+    """What the on-instance kit (`infra/instance/common.sh`) holds of a provider, beside the
+    heartbeat host prefix: the variable of its API's base URL and that URL's default, and the
+    variables the kit reads inside one of its instances (names reaper knows, no settings)."""
+
+    url_variable: str
+    default_url: str
+    variables: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True)
 class ProviderPlugin:
-    """Everything the provider-agnostic code may know about one provider.
+    """Everything the provider-agnostic code may know about one provider; every list of the
+    providers' facts elsewhere (the secrets read from SSM, the known variables and prefixes,
+    the emulators, the kit's hosts and URLs) is derived from these.
 
     `host_prefix`: a heartbeat host `<prefix><id>` is that provider's instance. `client`: the
     import path (`module:function`) of `make(account, settings, options) -> ProviderClient`,
-    loaded only when a client is made. `fetch_note(account, what)`: the provider's own words
-    when its balance or volumes cannot be read (None: the generic words), and
-    `fetch_episode(account, what)` the episode key that failure is kept under.
+    loaded only when a client is made (`reaper.app.wiring`). `settings`: how its variables are
+    read (its key variable and its secrets among them), all of them starting with
+    `env_prefix`. `emulator`: the import path (`module:Class`) of its emulator in the separate
+    `emulators` distribution, for `reaper demo` and `reaper emulate`. `id_noun`: what its
+    instance ids are called in a help line ("podId"). `fetch_note(account, what)`: the
+    provider's own words when its balance or volumes cannot be read (None: the generic words),
+    and `fetch_episode(account, what)` the episode key that failure is kept under.
     """
 
     name: str
@@ -193,6 +211,11 @@ class ProviderPlugin:
     host_prefix: str
     canonical_id: Callable[[str], str | None]
     client: str
+    settings: SettingsReader
+    env_prefix: str
+    kit: Kit
+    emulator: str = ""
+    id_noun: str = "id"
     fetch_note: Callable[[str, str], tuple[str, str] | None] = lambda _account, _what: None
     fetch_episode: Callable[[str, str], str | None] = lambda _account, _what: None
 

@@ -1,4 +1,5 @@
-"""Finding the registered providers: their plugins, their settings readers, their hosts and ids.
+"""Finding the registered providers: their plugins (each the description of everything reaper may
+know of one provider), their hosts and ids.
 
 `registry.PROVIDERS` names the packages; this imports one when it is first needed (a plugin
 package is light: its client module is imported only by `reaper.app.wiring`, when a client is
@@ -16,7 +17,7 @@ from reaper.providers.registry import PROVIDERS
 from reaper.settings.parse import ConfigError
 
 if TYPE_CHECKING:
-    from reaper.settings.parse import SettingsReader
+    pass
 
 
 @cache
@@ -34,12 +35,6 @@ def plugins() -> list[ProviderPlugin]:
 def label(name: str) -> str:
     """The provider's display name ("RunPod"), or the name itself when none is registered."""
     return plugin(name).label if name in PROVIDERS else name
-
-
-def settings_reader(name: str) -> SettingsReader:
-    """The `SETTINGS` reader of a registered provider's package."""
-    reader: SettingsReader = import_module(PROVIDERS[name]).SETTINGS
-    return reader
 
 
 def canonical_id(provider: str, text: str) -> str | None:

@@ -77,6 +77,7 @@ class SettingsReader:
     unknown-variable warning and the secret list) and how to read them."""
 
     variables: tuple[str, ...]
+    # Read from SSM on AWS (and ignored in the plain environment there).
     secret_variables: tuple[str, ...]
     read: Callable[[Env], ProviderSettings | ChannelSettings | None]
     # The variable that holds a provider's keys (empty for a channel).
@@ -85,6 +86,9 @@ class SettingsReader:
     # TELEGRAM_CHAT_ID"); empty for one that reaches no person (a plain webhook), which no
     # "set ..." hint names.
     channel_variables: str = ""
+    # Of `secret_variables`, those kept beside a secret that are not secret themselves (an id
+    # that goes with its token): never redacted, which would garble every log line.
+    not_secret: tuple[str, ...] = ()
 
 
 _DURATION_PART = re.compile(r"(\d+)([smhdw])")
