@@ -830,6 +830,8 @@ class _Pass:
             fresh |= current_reads
             self.require_lease("before deleting")
             not_after = read_at + self.act.fresh_for
+            # The store's history once for the round, as fresh as the reading it goes with.
+            history = gate.pass_history(self.store, self.ctx.clock.now())
             outcomes = await asyncio.gather(
                 *(
                     gate.delete(
@@ -838,6 +840,7 @@ class _Pass:
                         decision,
                         current_reads.get(decision.instance.id),
                         not_after=not_after,
+                        history=history,
                     )
                     for decision in pending
                 )
