@@ -8,6 +8,7 @@ The guard's clock moves one minute per check (`Guard.step`), as the kit counts i
 
 from __future__ import annotations
 
+import os
 import time
 from collections.abc import Callable, Iterator
 from datetime import UTC, datetime, timedelta
@@ -18,6 +19,7 @@ import pytest
 from tests.kit_fakes.guard import Guard
 from tests.kit_fakes.harness import Kit
 from tests.kit_fakes.recorder import Response
+from tests.kit_fakes.s3 import s3_store
 
 HOST = "runpod-pod-1"
 
@@ -82,6 +84,40 @@ def test_a_keep_seen_at_the_check_that_would_destroy_stops_the_destroy(kit: Kit)
     assert kit.deletes() == []
     assert "ping:bye" not in kit.events()
     assert not any(t.endswith(", destroying") for t in kit.titles())
+
+
+def test_a_keep_pressed_while_the_results_upload_stops_the_destroy(
+    kit: Kit, tmp_path: Path
+) -> None:
+    """The save at the limit outlasts a ping period (a slow store): one more ping reads the
+    answer before the destroy, and the Keep pressed meanwhile is obeyed."""
+    results = tmp_path / "results"
+    results.mkdir()
+    (results / "metrics.json").write_text("{}")
+    then = time.time() - 120
+    os.utime(results / "metrics.json", (then, then))
+    with s3_store() as store:
+        store.proxy.slow(0.4)
+        kit.guard.before_ping.update(keep_at(2, minutes=60))  # the ping after the save
+
+        done = kit.watch(
+            loops=3,
+            IDLE_LIMIT="1",
+            IDLE_WATCH_SLEEP="0.5",
+            RESULTS_DIR=str(results),
+            timeout=60,
+            **store.env(),
+        )
+
+        assert len(store.objects()) == 2  # the results were saved all the same
+    assert done.returncode == 0, done.stderr
+    assert kit.deletes() == []
+    assert "ping:bye" not in kit.events()
+    assert "not destroying after all" in done.stderr
+    assert [t.split(": ", 1)[1].split(" until")[0] for t in kit.titles()] == [
+        "idle 1 min, destroying now",
+        "kept",
+    ]
 
 
 def test_when_the_keep_ends_it_warns_again_and_waits_a_whole_warning_period(kit: Kit) -> None:

@@ -494,9 +494,11 @@ renotify_due() {
     (($1 == 1 || $1 % RENOTIFY_EVERY == 0))
 }
 
-# At the limit: the results first, then the destroy (or the stop).
+# At the limit: the results first, then the destroy (or the stop). A save that outlasted a
+# ping period is followed by one more ping that reads the answer: a Keep pressed while the
+# results were uploading still spares the instance.
 release_now() {
-    local idle="idle $((idle_ms / 60000)) min" saved=""
+    local idle="idle $((idle_ms / 60000)) min" saved="" started
     if ! kit_release_ready "$IDLE_ACTION"; then
         destroy_failures=$((destroy_failures + 1))
         kit_log "$KIT_DESTROY_MSG (check $destroy_failures)"
@@ -506,6 +508,7 @@ release_now() {
         fi
         return 0
     fi
+    started=$(kit_now_ms)
     if ! save_with_heartbeat; then
         save_failures=$((save_failures + 1))
         kit_log "$KIT_SAVE_NOTE (attempt $save_failures; trying again at the next check)"
@@ -516,6 +519,14 @@ release_now() {
                 kit_ping fail "idle-watch: results not safe, instance kept: $KIT_SAVE_NOTE"
         fi
         return 0
+    fi
+    if (($(kit_now_ms) - started >= ping_every_ms)); then
+        kit_ping_read "saving results; saved, reading the heartbeat's answer; $status_line"
+        apply_answer && plan
+        if [ "$STATE" != "$ACTION_ING" ]; then
+            kit_log "not $ACTION_TEXT after all: $status_line"
+            return 0
+        fi
     fi
     [ "$KIT_SAVE_STATE" = none ] || saved="results saved, "
     if [ "${DRY_RUN:-0}" = 1 ]; then
@@ -584,6 +595,7 @@ main() {
     # while a save runs, the heartbeat still gets a ping per check period (at least 1 s)
     ping_every=$sleep_for
     [[ $ping_every =~ ^0*(\.0*)?$ ]] && ping_every=1
+    ping_every_ms=$(CHECK_EVERY=$ping_every kit_ms_setting CHECK_EVERY 1 1)
     max_loops=${IDLE_WATCH_MAX_LOOPS:-0}
     [[ $max_loops =~ ^[0-9]{1,9}$ ]] || max_loops=0
 
