@@ -40,9 +40,9 @@ def test_the_example_loads_and_populates_both_emulators() -> None:
         assert inst is not None and inst["gpu_util"] == pytest.approx(0.88)
 
 
-def test_every_field_the_loader_takes_is_in_the_readme() -> None:
-    readme = (ROOT / "README.md").read_text(encoding="utf-8")
-    section = readme[readme.index("### `reaper emulate`") :]
+def test_every_field_the_loader_takes_is_documented() -> None:
+    page = (ROOT / "docs" / "demo.md").read_text(encoding="utf-8")
+    section = page[page.index("### `reaper emulate`") :]
     fields = (*RunPodEmulator.FLEET_FIELDS, *VastEmulator.FLEET_FIELDS)
     for name in (*fields, "accounts", "balances"):
         assert f"`{name}`" in section, name

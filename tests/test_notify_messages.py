@@ -338,6 +338,7 @@ def _calls() -> dict[str, Callable[[], Alert]]:
             "vast", "1", "volumes", "HTTP 500", label="Vast"
         ),
         "clock_behind": lambda: messages.clock_behind("this clock is late"),
+        "unknown_settings": lambda: messages.unknown_settings(["REAPER_STOPED_TTL"]),
         "no_channel_hold": lambda: messages.no_channel_hold([RUNPOD, VAST], "TELEGRAM_BOT_TOKEN"),
         "needs_you": lambda: messages.needs_you("cluster", [(RUNPOD, "a member of cluster 'c1'")]),
         "provider_clock_off": lambda: messages.provider_clock_off("vast", "Vast", "it is off"),

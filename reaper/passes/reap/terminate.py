@@ -15,7 +15,7 @@ from reaper.core import messages
 from reaper.core.models import AuditRecord, Decision, Instance
 from reaper.core.policy import RESETTING_STATES
 from reaper.core.witness import proves_gone, trustworthy_absence
-from reaper.passes.reap.gate import NotSent, Refused, delete
+from reaper.passes.reap.gate import NotSent, Refused, delete, pass_history
 from reaper.passes.reap.report import ActionResult, result_of, storage_per_month
 from reaper.passes.reap.state import LeaseLost, PassState, by_account
 from reaper.providers.base import UNREADABLE_ID_PREFIX, ProviderClient, error_text
@@ -227,6 +227,8 @@ async def _delete_batch(
         fresh |= current_reads
         run.require_lease("before deleting")
         not_after = read_at + run.act.fresh_for
+        # The store's history once for the round, as fresh as the reading it goes with.
+        history = pass_history(run.store, run.ctx.clock.now())
         outcomes = await asyncio.gather(
             *(
                 delete(
@@ -235,6 +237,7 @@ async def _delete_batch(
                     decision,
                     current_reads.get(decision.instance.id),
                     not_after=not_after,
+                    history=history,
                 )
                 for decision in pending
             )
