@@ -98,6 +98,27 @@ BODY_BUDGET = 3000
 
 
 @dataclass(frozen=True)
+class Inbound:
+    """How the phone answers through a channel whose buttons come back to reaper: by a webhook,
+    `POST /<channel name>/<secret>` with the same secret in its `header` (both checked before
+    anything is read; `secret(settings)` None: no webhook, and `reaper serve` long-polls
+    instead). The code that answers acts through the passes, so the plugin names it by import
+    path ("module:name") and only the interfaces import it: `webhook` the route's handler,
+    `poller(settings, act_context)` the long poll (`run()`, `interrupt()`), `command` what
+    `reaper <channel name>-webhook [--delete]` runs (`command(settings, delete=...)`, its help
+    line `command_help`). `describe(settings, public_url)`: how presses arrive, for `reaper
+    serve`'s start line (`settings` None: the channel is not configured)."""
+
+    header: str
+    secret: Callable[[ChannelSettings], str | None]
+    webhook: str
+    poller: str
+    command: str
+    command_help: str
+    describe: Callable[[ChannelSettings | None, str | None], str]
+
+
+@dataclass(frozen=True)
 class ChannelPlugin:
     """What the rest of reaper may know of one channel: its name, how to build it from its
     settings (`build(settings) -> Channel`), how its variables are read (`settings`, all of
@@ -115,6 +136,7 @@ class ChannelPlugin:
     body_budget: int = BODY_BUDGET
     # How it offers actions from the phone; none by default.
     actions: ActionSlots = field(default_factory=ActionSlots)
+    inbound: Inbound | None = None
 
 
 class Notifier(Protocol):

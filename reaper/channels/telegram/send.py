@@ -22,7 +22,7 @@ import re
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from reaper.channels.base import ActionSlots, Channel, ChannelPlugin, ChannelRequest, Verdict
+from reaper.channels.base import Channel, ChannelRequest, Verdict
 from reaper.settings.parse import ChannelSettings, ConfigError, Env, SettingsReader, parse_url
 
 if TYPE_CHECKING:  # pydantic models: reading the settings must not import them
@@ -347,14 +347,4 @@ SETTINGS = SettingsReader(
     secret_variables=("TELEGRAM_BOT_TOKEN", "TELEGRAM_CHAT_ID", "TELEGRAM_WEBHOOK_SECRET"),
     not_secret=("TELEGRAM_CHAT_ID",),
     read=read_settings,
-)
-PLUGIN = ChannelPlugin(
-    name="telegram",
-    label="Telegram",
-    build=build,
-    settings=SETTINGS,
-    env_prefix="TELEGRAM_",
-    # Five parts of 4,096 characters, with room for the title and escaping.
-    body_budget=18000,
-    actions=ActionSlots(buttons=MAX_BUTTONS),
 )
