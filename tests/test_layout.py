@@ -24,10 +24,11 @@ import pytest
 ROOT = Path(__file__).resolve().parents[1]
 PACKAGE = ROOT / "reaper"
 TESTS = ROOT / "tests"
-# Every integration's name (and so its env prefix), as code or words would spell it; `webhook_`
-# is the plain webhook channel's prefix (`WEBHOOK_URL`), the word alone being everyone's.
+# Every integration's name (and so its env prefix), as code or words would spell it; `WEBHOOK_`
+# is the plain webhook channel's env prefix (`WEBHOOK_URL`), as variables spell it: the word
+# alone is everyone's (a chat channel's `webhook_secret`).
 NAMES = re.compile(
-    r"runpod|vast|telegram|bark|ntfy|slack|discord|digitalocean|\bwebhook_", re.IGNORECASE
+    r"runpod|vast|telegram|bark|ntfy|slack|discord|digitalocean|(?-i:\bWEBHOOK_)", re.IGNORECASE
 )
 LONGEST_FILE = 600
 
@@ -260,7 +261,11 @@ def _own_package(path: Path) -> str | None:
 REGISTRIES = (PACKAGE / "providers" / "registry.py", PACKAGE / "channels" / "registry.py")
 
 
-@pytest.mark.xfail(strict=True, reason="until stage 6 of the move")
+@pytest.mark.xfail(
+    strict=True,
+    reason="providers/pacing.py's DigitalOcean line: reworded by the branch that merges"
+    " DigitalOcean there (left to that helper)",
+)
 def test_nothing_outside_an_integrations_own_package_names_it() -> None:
     """Provider and channel names and their env prefixes appear only in the integration's own
     package (and its one line in its registry); an integration names no other."""

@@ -36,7 +36,7 @@ class ChannelOptions:
     max_attempts: int = 4
     # Backoff before retry n is backoff_base * 2**(n-1) seconds (1, 2, 4 s by default).
     backoff_base: float = 1.0
-    # A Telegram 429 asking to wait longer than this is reported as a failure instead: an alert
+    # A chat server's 429 asking to wait longer than this is reported as a failure instead: an alert
     # that arrives minutes late is worth less than a visible "rate limited" in the log.
     max_retry_after: float = 30.0
     # Everything one channel does for one alert (all parts, attempts and waits), in seconds.
@@ -50,7 +50,7 @@ class Verdict:
 
     kind: Literal["ok", "retry", "fail"]
     detail: str = ""
-    # Seconds the server asked us to wait before retrying (Telegram `retry_after`).
+    # Seconds the server asked us to wait before retrying (a `retry_after` in its answer).
     retry_after: float | None = None
 
 

@@ -346,7 +346,7 @@ def _key_refusal(route: Route, request: Request, app: App, params: Params) -> Re
 def _route(request: Request, app: App) -> Answer:
     """The answer, with the per-client limit applied to keyless requests only.
 
-    Several instances share one address (a Vast host, a NAT): a stranger or a neighbour
+    Several instances share one address (a provider's host, a NAT): a stranger or a neighbour
     without the key must not spend the budget of the instances' keyed pings, which the
     per-host buckets limit already. The key check touches nothing, so answering first and
     charging after costs a flood nothing more than refusing it up front.

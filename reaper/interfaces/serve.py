@@ -8,8 +8,8 @@ adapter calls). Known pitfalls this module exists to avoid:
   one worker, on a socket bound here with TCP_NODELAY set.
 The lifespan runs the watch and reap schedules, the store's checkpoints (a thread copies
 SQLite's WAL into the file, rather than the commit of whichever request crosses its size) and
-the Telegram long poll for button presses (when a bot is configured without
-TELEGRAM_WEBHOOK_SECRET). SIGTERM/SIGINT (handled by uvicorn) stop the process within 10 s, even
+the chat channel's long poll for button presses (when a bot is configured without a
+webhook secret). SIGTERM/SIGINT (handled by uvicorn) stop the process within 10 s, even
 mid-pass: the schedules stop at the signal itself, a running pass gets STOP_GRACE seconds to
 finish and is then cancelled (its lease released; a delete it had asked for is left as a
 `requested` audit record the next pass settles), while uvicorn drains the requests under way;
@@ -73,7 +73,7 @@ class Job:
     """A pass run every `every`, the first one at start-up; or, with `delay`, after waiting
     `delay()` seconds before each run (the daily digest: until the next REAPER_DIGEST_AT).
     `on_stop`: called when the schedule stops, before it waits for the running pass (a loop
-    that runs until told, like the Telegram long poll, ends there)."""
+    that runs until told, like a chat channel's long poll, ends there)."""
 
     name: str
     every: timedelta
@@ -539,7 +539,7 @@ def _announce(settings: Settings, host: str, port: int, channels: Sequence[str])
     reaping = (
         f"every {humanize(settings.reap_every)}"
         if settings.accounts
-        else "off (no RUNPOD_API_KEY / VAST_API_KEY set)"
+        else f"off (no {' / '.join(settings.key_variables)} set)"
     )
     log.event(
         "serve",

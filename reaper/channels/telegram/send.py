@@ -1,7 +1,7 @@
 """Telegram: the Bot API's `sendMessage`, in HTML parse mode.
 
 HTML mode is used only for the bold title and for `code` (a pair of backticks on one line, as
-the alerts write commands: `reaper keep runpod:abc`); everything that came from outside (instance
+the alerts write commands: `reaper keep <target>`); everything that came from outside (instance
 names, provider errors, texts forwarded from instances) is escaped first, so `<`, `>`, `&` and
 quotes arrive as typed and nothing can inject markup or links.
 
@@ -106,7 +106,7 @@ def split_text(text: str, limit: int = MESSAGE_LIMIT, max_parts: int = MAX_PARTS
     return [p for p in parts if text[p.start : p.end].strip() or p.suffix]
 
 
-# `code` in a message (a command to run: `reaper keep runpod:abc`), on one line, after escaping.
+# `code` in a message (a command to run: `reaper keep <target>`), on one line, after escaping.
 _CODE = re.compile(r"`([^`\n]+)`")
 
 
