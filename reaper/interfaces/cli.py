@@ -185,7 +185,7 @@ def _emulate_parser(commands: Any) -> None:
         "--fleet",
         metavar="FILE",
         default=None,
-        help="the fleet, a JSON file (README: `reaper emulate`); default: the demo's fleet",
+        help="the fleet, a JSON file (docs/demo.md); default: the demo's fleet",
     )
     emulate.add_argument(
         "--port",

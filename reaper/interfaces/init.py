@@ -32,7 +32,7 @@ def skeleton(settings: Settings) -> str:
     templates = ", ".join(f"a {p.label} {p.kit.template}" for p in plugins() if p.kit.template)
     lines = [
         "# reaper .env — printed by `reaper init`; nothing was written. Save what you keep as",
-        "# .env beside where you run reaper (or as SSM parameters on AWS: README, Deploy).",
+        "# .env beside where you run reaper (or as SSM parameters on AWS: docs/aws.md).",
         "",
         "# Provider accounts, at least one. Several: name=key,name2=key2",
         *(f"{reader.key_variable}=" for reader in provider_readers()),
