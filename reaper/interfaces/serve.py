@@ -32,6 +32,7 @@ from contextlib import contextmanager, suppress
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 from datetime import time as dtime
+from email.utils import formatdate
 from types import FrameType
 from typing import Any
 
@@ -291,6 +292,9 @@ def _request(scope: Scope, body: bytes) -> Request:
 async def _send(send: Send, response: Response) -> None:
     headers = {"cache-control": "no-store", **response.headers}
     headers.setdefault("content-length", str(len(response.body)))
+    # One Date, the answer's own when it has one (the two-way heartbeat's, from the App's
+    # clock): uvicorn's would come as a second header.
+    headers.setdefault("date", formatdate(usegmt=True))
     await send(
         {
             "type": "http.response.start",
@@ -423,6 +427,7 @@ def uvicorn_config(asgi: ReaperASGI) -> uvicorn.Config:
         workers=1,
         access_log=False,  # it would write the ping key to disk
         server_header=False,
+        date_header=False,  # `_send` writes it: one Date, the answer's own when it has one
         log_level="warning",
         # No logging config of its own: its lines go through reaper's handler and format
         # (a timestamp and a level on each; JSON with LOG_FORMAT=json).
