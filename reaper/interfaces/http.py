@@ -302,6 +302,7 @@ ROUTES: tuple[Route, ...] = (
     Route(("ping", KEY, HOST), PING_METHODS, _ping, key="ping"),
     Route(("ping", KEY, HOST, SUFFIX), PING_METHODS, _ping, key="ping"),
     Route(("alert", KEY), POST, _ROUTES + "alert", key="ping"),
+    Route(("alert", KEY, HOST), POST, _ROUTES + "alert", key="ping"),
     Route(
         ("monitors", HOST),
         frozenset({"GET", "HEAD", "PUT", "DELETE"}),

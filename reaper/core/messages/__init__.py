@@ -40,6 +40,7 @@ from reaper.core.messages.actions import (
     warning_actions,
     watchdog_actions,
 )
+from reaper.core.messages.forwarded import FORWARDED, HOST_TARGET, forwarded, idle_soon
 from reaper.core.messages.heartbeat import (
     fold_heartbeat,
     instance_stopped_watchdog,
@@ -77,6 +78,8 @@ __all__ = [
     "ACTION_CHECKING",
     "FOLD_ACTION_INSTANCES",
     "FOLD_BUDGET",
+    "FORWARDED",
+    "HOST_TARGET",
     "KEEP_LONG",
     "KEEP_SHORT",
     "MUTE_FOR",
@@ -102,6 +105,8 @@ __all__ = [
     "fold_heartbeat",
     "fold_warnings",
     "fold_would_terminate",
+    "forwarded",
+    "idle_soon",
     "instance_stopped_watchdog",
     "label",
     "leak_alert",
