@@ -16,6 +16,7 @@ from reaper import log
 from reaper.channels.base import ActionSlots, ChannelOptions
 from reaper.clock import Clock
 from reaper.core.heartbeat import HOST_RULE
+from reaper.interfaces.ping_alerts import PingAlertBudget
 from reaper.interfaces.ratelimit import Rate, TokenBuckets, retry_after
 from reaper.passes.ping import prune_retired
 from reaper.settings.model import Settings
@@ -108,6 +109,8 @@ class App:
         self.per_client = TokenBuckets(self.limits.per_client, clock)
         self.per_host = TokenBuckets(self.limits.per_host, clock)
         self.alerts = TokenBuckets(self.limits.alerts, clock)
+        # The alerts pings raise: per host and overall, past them folded (`ping_alerts`).
+        self.ping_alerts = PingAlertBudget(clock)
         # Retirements by `bye` since this process last pruned retired monitors: see
         # `note_retired`.
         self._retired_unpruned = 0

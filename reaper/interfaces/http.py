@@ -49,7 +49,7 @@ from reaper.interfaces.api import (
     text_response,
     too_large,
 )
-from reaper.passes.ping import PingOutcome, place_ping, send_ping_alert
+from reaper.passes.ping import PingOutcome, place_ping
 from reaper.store.failure import (
     RETRY_AFTER_SECONDS,
     StoreFailure,
@@ -212,8 +212,11 @@ async def _alerting(
     app: App, ping: Ping, outcome: PingOutcome, alert: Alert, answers_json: bool
 ) -> Response:
     """The answer of a ping that alerts: after its alert went (or gave up), so that the kit's
-    `/fail` hears whether anyone was told."""
-    await send_ping_alert(app.store, app.notifier, app.clock, ping, alert)
+    `/fail` hears whether anyone was told; past the budgets of ping alerts, held for the fold
+    (`reaper.interfaces.ping_alerts`) unless it is about a listed instance."""
+    from reaper.interfaces.ping_alerts import send_or_hold
+
+    await send_or_hold(app, ping, alert)
     return _pinged(app, outcome, answers_json)
 
 

@@ -43,6 +43,7 @@ from reaper.core.messages.actions import (
 from reaper.core.messages.forwarded import FORWARDED, HOST_TARGET, forwarded, idle_soon
 from reaper.core.messages.heartbeat import (
     fold_heartbeat,
+    fold_ping_alerts,
     instance_stopped_watchdog,
     monitor_created,
     monitor_down,
@@ -103,6 +104,7 @@ __all__ = [
     "fetch_failed_alert",
     "fold_actions",
     "fold_heartbeat",
+    "fold_ping_alerts",
     "fold_warnings",
     "fold_would_terminate",
     "forwarded",
