@@ -70,29 +70,13 @@ class PingAlertBudget:
         return held
 
 
-def _listed(app: App, host: str) -> bool:
-    """`host` is the provider host of an instance in the last listing of its provider."""
-    from reaper.providers.plugins import provider_host
-
-    parsed = provider_host(host)
-    if parsed is None:
-        return False
-    provider, instance_id = parsed
-    return any(
-        i.id == instance_id
-        for listing in app.store.listings()
-        if listing.provider == provider
-        for i in listing.instances
-    )
-
-
 async def send_or_hold(app: App, ping: Ping, alert: Alert) -> None:
     """Send a ping's alert within the budgets (or about a listed instance), else hold it; and
     send the fold when one is due."""
-    from reaper.passes.ping import send_ping_alert
+    from reaper.passes.ping import listed_room, send_ping_alert
 
     budget: PingAlertBudget = app.ping_alerts
-    if budget.admit(ping.host) or _listed(app, ping.host):
+    if budget.admit(ping.host) or listed_room(app.store, ping.host):
         await send_ping_alert(app.store, app.notifier, app.clock, ping, alert)
     else:
         log.event("ping_alert", result="held", host=ping.host, alert_event=alert.event)
