@@ -102,3 +102,17 @@ def test_a_keep_pressed_on_the_idle_warning_reaches_the_next_ping(tmp_path: Path
         assert json.loads(reply.text)["keep_until"] == iso(pressed_at + timedelta(hours=1))
         [record] = [a for a in p.actions() if a.kind == "keep"]
         assert (record.subject, record.via, record.done) == ("runpod-abc", "chat button", True)
+
+
+def test_a_keep_pressed_for_a_deleted_monitor_says_so(tmp_path: Path) -> None:
+    with phone(tmp_path, ping_key=KEY) as p, p.served() as app:
+        assert p.telegram is not None
+        app.ping("runpod-gone")
+        destroy_at = iso(p.w.clock.now() + timedelta(minutes=5))
+        app.http.post(f"/alert/{KEY}/runpod-gone", json={**IDLE, "destroy_at": destroy_at})
+        app.store.delete_monitor("runpod-gone")
+        p.telegram.press(p.telegram.last_message(), "Keep 1 day")
+        assert p.poll().handled == 1
+        [answer] = p.telegram.answers
+        assert answer["text"] == "Not kept: there is no monitor runpod-gone (deleted meanwhile?)."
+        assert app.store.get_monitor("runpod-gone") is None

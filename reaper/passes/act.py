@@ -183,7 +183,10 @@ def _keep(store: Store, action: PhoneAction, actor: Actor, now: datetime) -> Out
     longer: list[datetime | None] = []
     for key in action.targets:
         if key.startswith(messages.HOST_TARGET):
-            current_end = _host_keep(store, key.removeprefix(messages.HOST_TARGET), until, now)
+            host = key.removeprefix(messages.HOST_TARGET)
+            if store.get_monitor(host) is None:  # deleted since the warning: nothing to keep
+                return Outcome("not_done", messages.action_no_host_to_keep(host))
+            current_end = _host_keep(store, host, until, now)
             if current_end is not None:
                 longer.append(current_end)
             continue
