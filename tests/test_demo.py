@@ -43,7 +43,7 @@ def test_the_watchdog_goes_silent_while_its_pod_bills(output: str) -> None:
 
 def test_a_jobs_message_is_forwarded_through_alert(output: str) -> None:
     assert "$NOTIFY_URL   → HTTP 200" in output
-    assert "📱 [warning] vast-4242001: eval-harness finished" in output
+    assert "📱 [warning] 📟 vast-4242001: eval-harness finished" in output
 
 
 @pytest.mark.skipif(

@@ -116,7 +116,7 @@ def test_an_alert_reaches_bark(account: Account) -> None:
         )
         result = call(event)
         assert result["statusCode"] == 200, result["body"]
-        assert [push["title"] for push in bark.pushes] == ["job failed"]
+        assert [push["title"] for push in bark.pushes] == ["📟 instance: job failed"]
         # The same alert again within a minute: de-duplicated through DynamoDB.
         again = call(event)
         assert body_json(again).get("deduplicated") is True
@@ -151,7 +151,7 @@ def test_a_failed_alert_is_sent_again_by_another_container(account: Account) -> 
         retry = call(event)
         assert (retry["statusCode"], body_json(retry)["delivered"]) == (200, True)
         assert body_json(call(event)) == {"deduplicated": True}
-        assert [push["title"] for push in bark.pushes] == ["disk full"]
+        assert [push["title"] for push in bark.pushes] == ["📟 instance: disk full"]
 
 
 def test_no_channel_is_503(account: Account) -> None:

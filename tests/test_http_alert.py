@@ -52,7 +52,7 @@ def test_text_is_forwarded_with_the_result_per_channel(app: Served) -> None:
     }
     [alert] = app.notifier.alerts
     assert (alert.title, alert.body, alert.event) == (
-        "run.sh: results saved",
+        "📟 run.sh: results saved",
         "Destroying pod now",
         "webhook",
     )
@@ -62,13 +62,17 @@ def test_title_body_and_level_are_taken_as_given(app: Served) -> None:
     payload = {"title": "OOM <b>&</b>", "body": "训练 stopped 🔥", "level": "critical"}
     assert app.http.post(URL, json=payload).status_code == 200
     [alert] = app.notifier.alerts
-    assert (alert.title, alert.body, alert.level) == ("OOM <b>&</b>", "训练 stopped 🔥", "critical")
+    assert (alert.title, alert.body, alert.level) == (
+        "📟 instance: OOM <b>&</b>",
+        "训练 stopped 🔥",
+        "critical",
+    )
 
 
 def test_plain_text_is_forwarded(app: Served) -> None:
     response = app.http.post(URL, content=b"disk 95% full", headers={"content-type": "text/plain"})
     assert response.status_code == 200
-    assert app.notifier.alerts[0].title == "disk 95% full"
+    assert app.notifier.alerts[0].title == "📟 instance: disk 95% full"
 
 
 def test_json_sent_with_curls_default_form_type_is_read_as_json(app: Served) -> None:
@@ -78,7 +82,7 @@ def test_json_sent_with_curls_default_form_type_is_read_as_json(app: Served) -> 
         headers={"content-type": "application/x-www-form-urlencoded"},
     )
     assert response.status_code == 200
-    assert app.notifier.alerts[0].title == "from curl -d"
+    assert app.notifier.alerts[0].title == "📟 instance: from curl -d"
 
 
 def test_a_duplicate_within_a_minute_is_deduplicated(app: Served) -> None:
@@ -89,7 +93,9 @@ def test_a_duplicate_within_a_minute_is_deduplicated(app: Served) -> None:
     assert app.http.post(URL, json={"text": "different"}).status_code == 200
     app.advance(seconds=61)
     assert app.http.post(URL, json={"text": "same"}).json()["delivered"] is True
-    assert [a.title for a in app.notifier.alerts] == ["same", "different", "same"]
+    assert [a.title for a in app.notifier.alerts] == [
+        "📟 instance: " + t for t in ("same", "different", "same")
+    ]
 
 
 @pytest.mark.parametrize(
@@ -245,7 +251,7 @@ def test_a_hanging_channel_is_answered_within_the_request_budget(tmp_path: Path)
     assert json.loads(retry.body)["delivered"] is True
     again = asyncio.run(handle(_alert_request(), _app(settings, store, elsewhere)))
     assert json.loads(again.body) == {"deduplicated": True}
-    assert [a.title for a in elsewhere.alerts] == ["job failed"]
+    assert [a.title for a in elsewhere.alerts] == ["📟 instance: job failed"]
 
 
 def test_a_request_killed_mid_send_does_not_swallow_the_retry(tmp_path: Path) -> None:

@@ -82,8 +82,12 @@ def test_idle_watch_heartbeats_destroys_and_the_watcher_retires_it(world: World)
     assert [(r.method, r.path, r.account) for r in world.kit.runpod.mutations] == [
         ("DELETE", "/v2/pods/pod-e2e", "pod")
     ]
-    titles = [text.split("\n")[0] for event, text in world.alerts() if event == "webhook"]
-    assert titles == [f"{HOST}: idle 1 min, destroying in 5 min", f"{HOST}: idle 6 min, destroying"]
+    # marked as the instance's; the warning is the idle_soon that carries Keep buttons
+    kit = [(e, t.split("\n")[0]) for e, t in world.alerts() if e in ("webhook", "idle_soon")]
+    assert kit == [
+        ("idle_soon", f"📟 {HOST}: idle 1 min, destroying in 5 min"),
+        ("webhook", f"📟 {HOST}: idle 6 min, destroying"),
+    ]
 
     world.app.advance(minutes=10)
     assert watch_with_providers(world.app).absent == [HOST]
@@ -91,7 +95,7 @@ def test_idle_watch_heartbeats_destroys_and_the_watcher_retires_it(world: World)
     report = watch_with_providers(world.app)
 
     assert report.retired == [HOST]
-    assert [e for e, _ in world.alerts()] == ["webhook", "webhook"]
+    assert [e for e, _ in world.alerts()] == ["idle_soon", "webhook"]
 
 
 def test_a_killed_idle_watch_is_what_the_watcher_alerts_on(world: World) -> None:
@@ -122,7 +126,7 @@ def test_run_sh_reports_destroys_and_the_watcher_retires_it(world: World) -> Non
     assert world.kit.runpod.pod("pod-e2e") is None
     webhook = [text for event, text in world.alerts() if event == "webhook"]
     assert webhook == [
-        f"{HOST}: job FAILED (exit 3), destroying\nrun.sh: job exited with status 3; "
+        f"📟 {HOST}: job FAILED (exit 3), destroying\nrun.sh: job exited with status 3; "
         "nothing to save (RESULTS_URL and PUSH_CMD unset); destroying this instance"
     ]
 
@@ -147,7 +151,7 @@ def test_a_destroy_that_failed_is_alerted_at_once_and_the_pod_still_bills(world:
     # one alert for the failure: the kit's notify, then /fail, which the guard keeps quiet
     failures = [t for _, t in world.alerts() if "FAILED" in t]
     assert len(failures) == 1
-    assert failures[0].startswith(f"{HOST}: destroy FAILED, still billing\n")
+    assert failures[0].startswith(f"📟 {HOST}: destroy FAILED, still billing\n")
     assert "destroying RunPod pod pod-e2e failed (HTTP 503" in failures[0]
     assert "monitor_failed" not in [e for e, _ in world.alerts()]
 

@@ -361,6 +361,12 @@ def _calls() -> dict[str, Callable[[], Alert]]:
         ),
         "test_message": messages.test_message,
         "webhook": lambda: messages.webhook("hi"),
+        "forwarded": lambda: messages.forwarded(messages.webhook("hi"), "runpod-abc"),
+        "fold_ping_alerts": lambda: messages.fold_ping_alerts(
+            [messages.monitor_created("junk-1"), messages.monitor_created("junk-2")],
+            timedelta(minutes=1),
+        ),
+        "idle_soon": lambda: messages.idle_soon(messages.webhook("idle 15 min"), "vast-7", NOW),
         # Monitors, one by one.
         "monitor_created": lambda: messages.monitor_created("trainnig-job"),
         "monitor_down_after_mute": lambda: messages.monitor_down_after_mute("h", NOW, NOW),
@@ -382,7 +388,7 @@ def test_every_event_renders() -> None:
         alert = call()
         assert_phone_readable(alert)
         # A one-line webhook text is all title; every event of reaper's own says what to do.
-        assert alert.body.strip() or name == "webhook", name
+        assert alert.body.strip() or name in ("webhook", "forwarded"), name
         expected = {
             "test_message": "test",
             "fold_warnings": "termination_warning",
@@ -391,6 +397,8 @@ def test_every_event_renders() -> None:
             "leak_alert": "frozen",
             "fetch_failed_alert": "guard_fetch_failed",
             "with_note": "monitor_failed",
+            "forwarded": "webhook",
+            "fold_ping_alerts": "ping_alerts_folded",
         }.get(name, name)
         if name != "monitor_still_down":
             assert alert.event == expected

@@ -97,6 +97,8 @@ class SettingsChange:
     paused: bool = False
     muted_until: datetime | None = None
     notified_at: datetime | None = None
+    keep_until: datetime | None = None
+    idle_after: str = ""
 
 
 def describe_change(change: SettingsChange) -> str:
@@ -111,7 +113,32 @@ def describe_change(change: SettingsChange) -> str:
     if "muted_until" in change.given:
         until = change.muted_until
         parts.append(f"muted until {iso(until)}" if until is not None else "unmuted")
+    if "keep_until" in change.given:
+        kept = change.keep_until
+        parts.append(f"kept until {iso(kept)}" if kept is not None else "no longer kept")
+    if "idle_after" in change.given:
+        parts.append(f"idle after {change.idle_after or 'default'}")
     return ", ".join(parts) or "nothing"
+
+
+# A monitor's keep with no end (`reaper keep host:<host> --for forever`), and what the two-way
+# heartbeat answers for any keep without one: far enough that the kit says "with no end set",
+# and a valid ISO time for any reader.
+KEEP_FOREVER = datetime(9999, 12, 31, 23, 59, tzinfo=UTC)
+
+
+def idle_after_text(after: timedelta | None, *, never: bool = False) -> str:
+    """What the two-way heartbeat answers as `idle_after`: whole minutes ("90m"), "never", or
+    "" (the kit's own IDLE_LIMIT). A limit under a minute, over LONGEST_IDLE or not in whole
+    minutes is a BadSetting: the kit counts idleness in whole minutes."""
+    if never:
+        return "never"
+    if after is None:
+        return ""
+    minutes, rest = divmod(after, timedelta(minutes=1))
+    if rest or not timedelta(minutes=1) <= after <= LONGEST:
+        raise BadSetting("--after: expected whole minutes from 1m to 365d, like 30m or 2h")
+    return f"{minutes}m"
 
 
 def apply_change(monitor: Monitor, change: SettingsChange) -> Monitor:

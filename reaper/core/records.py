@@ -308,6 +308,11 @@ class Monitor(_Record):
     # When a notify naming this host (`<host>: ...` to /alert) reached a channel, with no ping
     # since: a failure ping just after it sends no second alert (one alert per failure).
     notified_at: datetime | None = None
+    # The two-way heartbeat (the instance reads these back on a ping that asks for JSON): kept
+    # until then by `reaper keep host:<host>` or a Keep pressed on its idle warning, and the
+    # idle limit `reaper idle` set ("90m", "never"; "" for the kit's own IDLE_LIMIT).
+    keep_until: datetime | None = None
+    idle_after: str = ""
 
     # The JSON key order is the field order; `status` is written after `created_at`.
     _READERS: ClassVar[Mapping[str, Any]] = {
@@ -330,6 +335,7 @@ class Monitor(_Record):
         "alert_held": _bool,
         "events": _int,
         "notified_at": _datetime,
+        "keep_until": _datetime,
     }
 
 

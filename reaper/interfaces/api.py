@@ -16,6 +16,7 @@ from reaper import log
 from reaper.channels.base import ActionSlots, ChannelOptions
 from reaper.clock import Clock
 from reaper.core.heartbeat import HOST_RULE
+from reaper.interfaces.ping_alerts import PingAlertBudget
 from reaper.interfaces.ratelimit import Rate, TokenBuckets, retry_after
 from reaper.passes.ping import prune_retired
 from reaper.settings.model import Settings
@@ -73,7 +74,8 @@ class Limits:
     per_client: requests answered 404 or 401 (no key, a wrong key, an unknown route), by
         client address — bounds a stranger's flood without touching keyed pings.
     per_host: pings per monitor host — one leaked key cannot hog the store for one host.
-    alerts: /alert overall — bounds what reaches the phone (and the channels' own limits).
+    alerts: /alert per host (`/alert/<key>/<host>`; the plain route has one of its own) —
+        bounds what one instance sends the phone, and no instance can spend another's.
     """
 
     per_client: Rate = field(default_factory=lambda: Rate(capacity=120, per_second=20))
@@ -106,7 +108,9 @@ class App:
         self.limits = limits or Limits()
         self.per_client = TokenBuckets(self.limits.per_client, clock)
         self.per_host = TokenBuckets(self.limits.per_host, clock)
-        self.alerts = TokenBuckets(self.limits.alerts, clock, max_keys=1)
+        self.alerts = TokenBuckets(self.limits.alerts, clock)
+        # The alerts pings raise: per host and overall, past them folded (`ping_alerts`).
+        self.ping_alerts = PingAlertBudget(clock)
         # Retirements by `bye` since this process last pruned retired monitors: see
         # `note_retired`.
         self._retired_unpruned = 0

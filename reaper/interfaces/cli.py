@@ -64,6 +64,9 @@ def _duration(text: str) -> object:
         raise argparse.ArgumentTypeError(exc.expected) from None
 
 
+# `reaper keep host:<host>`: a monitor's keep, which its instance reads back from its pings.
+HOST_TARGET = "host:"
+
 # `reaper keep` without `--for`: a week, not for ever — a keep forgotten must end by itself.
 KEEP_DEFAULT = timedelta(days=7)
 
@@ -113,6 +116,7 @@ def build_parser() -> argparse.ArgumentParser:
     target_help = "the instance, as " + " or ".join(
         f"{provider.name}:<{provider.id_noun}>" for provider in plugins()
     )
+    target_help += ", or host:<host> (what that monitor's instance reads back from its pings)"
     keep = commands.add_parser("keep", help="spare one instance without renaming it")
     keep.add_argument("target", metavar="<provider>:<id>", help=target_help)
     keep.add_argument(
@@ -155,7 +159,42 @@ def build_parser() -> argparse.ArgumentParser:
         "init", help="print a .env skeleton with freshly generated keys (writes nothing)"
     )
     _monitor_parser(commands)
+    _idle_parser(commands)
     return parser
+
+
+def _idle_after(text: str) -> object:
+    """`--after` of `reaper idle`: whole minutes, as the instance reads them back."""
+    from reaper.core.monitors import BadSetting, idle_after_text
+
+    try:
+        return idle_after_text(parse_duration(text, "--after"))
+    except ConfigError as exc:
+        raise argparse.ArgumentTypeError(exc.expected) from None
+    except BadSetting as exc:
+        raise argparse.ArgumentTypeError(str(exc).removeprefix("--after: ")) from None
+
+
+def _idle_parser(commands: Any) -> None:
+    idle = commands.add_parser(
+        "idle", help="what that instance's idle-watch reads back from its pings"
+    )
+    idle.add_argument("host", help="the monitor's host, as the instance pings (runpod-<id>, ...)")
+    limit = idle.add_mutually_exclusive_group(required=True)
+    limit.add_argument(
+        "--after", type=_idle_after, metavar="30m", help="destroy after this long idle (minutes)"
+    )
+    limit.add_argument("--never", action="store_true", help="never destroy it for idleness")
+    limit.add_argument(
+        "--default", action="store_true", help="back to the instance's own IDLE_LIMIT"
+    )
+
+
+def _run_idle(args: argparse.Namespace, settings: Settings) -> int:
+    from reaper.interfaces.monitor_commands import monitor_idle
+
+    after = "never" if args.never else "" if args.default else str(args.after)
+    return monitor_idle(settings, args.host, after=after)
 
 
 # --- reaper emulate ----------------------------------------------------------------------------
@@ -347,12 +386,21 @@ def _run_status(args: argparse.Namespace, settings: Settings) -> int:
 def _run_keep(args: argparse.Namespace, settings: Settings) -> int:
     from reaper.interfaces.commands import keep_command
 
+    if args.target.startswith(HOST_TARGET):
+        from reaper.interfaces.monitor_commands import monitor_keep
+
+        host = args.target.removeprefix(HOST_TARGET)
+        return monitor_keep(settings, host, duration=args.duration)
     return keep_command(settings, target=args.target, duration=args.duration, force=args.force)
 
 
 def _run_unkeep(args: argparse.Namespace, settings: Settings) -> int:
     from reaper.interfaces.commands import unkeep_command
 
+    if args.target.startswith(HOST_TARGET):
+        from reaper.interfaces.monitor_commands import monitor_unkeep
+
+        return monitor_unkeep(settings, args.target.removeprefix(HOST_TARGET))
     return unkeep_command(settings, target=args.target)
 
 
@@ -408,6 +456,7 @@ _COMMANDS: dict[str, Callable[[argparse.Namespace, Settings], int]] = {
     "serve": _run_serve,
     "status": _run_status,
     "keep": _run_keep,
+    "idle": _run_idle,
     "unkeep": _run_unkeep,
     "audit": _run_audit,
     "report": _run_report,

@@ -51,7 +51,7 @@ from reaper.interfaces.api import (
     too_large,
 )
 from reaper.interfaces.inbound import inbound_channels
-from reaper.passes.ping import PingOutcome, place_ping, send_ping_alert
+from reaper.passes.ping import PingOutcome, place_ping
 from reaper.store.failure import (
     RETRY_AFTER_SECONDS,
     StoreFailure,
@@ -181,26 +181,45 @@ def _ping(request: Request, app: App, params: Params) -> Answer:
         host=host, kind=kind, exit_status=exit_status, message=message, client=request.client
     )
     outcome = place_ping(app.settings, app.store, app.clock, ping)
+    answers_json = asks_for_json(request)
     if outcome.alert is not None:
-        return _alerting(app, ping, outcome, outcome.alert)
-    return _pinged(app, outcome)
+        return _alerting(app, ping, outcome, outcome.alert, answers_json)
+    return _pinged(app, outcome, answers_json)
 
 
-def _pinged(app: App, outcome: PingOutcome) -> Response:
+def asks_for_json(request: Request) -> bool:
+    """`application/json` listed explicitly in `Accept` (not `*/*`, not `application/*`): only
+    the kit's two-way heartbeat asks, and every other client keeps its plain `OK`."""
+    accept = request.headers.get("accept", "")
+    return "application/json" in accept and any(
+        part.split(";")[0].strip().lower() == "application/json" for part in accept.split(",")
+    )
+
+
+def _pinged(app: App, outcome: PingOutcome, answers_json: bool = False) -> Response:
     if not outcome.accepted:
         return text_response(404 if outcome.missing else 403, outcome.reason)
     if outcome.monitor is not None:
         app.health.recovered()  # the monitor was written: the store takes writes again
     if outcome.monitor is not None and outcome.monitor.status == "retired":
         app.note_retired()
+    if answers_json and outcome.monitor is not None:
+        from reaper.interfaces.heartbeat_answer import heartbeat_answer
+
+        return heartbeat_answer(app, outcome.monitor)
     return text_response(200, "OK")
 
 
-async def _alerting(app: App, ping: Ping, outcome: PingOutcome, alert: Alert) -> Response:
+async def _alerting(
+    app: App, ping: Ping, outcome: PingOutcome, alert: Alert, answers_json: bool
+) -> Response:
     """The answer of a ping that alerts: after its alert went (or gave up), so that the kit's
-    `/fail` hears whether anyone was told."""
-    await send_ping_alert(app.store, app.notifier, app.clock, ping, alert)
-    return _pinged(app, outcome)
+    `/fail` hears whether anyone was told; past the budgets of ping alerts, held for the fold
+    (`reaper.interfaces.ping_alerts`) unless it is about a listed instance."""
+    from reaper.interfaces.ping_alerts import send_or_hold
+
+    await send_or_hold(app, ping, alert)
+    return _pinged(app, outcome, answers_json)
 
 
 def _healthz(request: Request, app: App, params: Params) -> Answer:
@@ -296,6 +315,7 @@ ROUTES: tuple[Route, ...] = (
     Route(("ping", KEY, HOST), PING_METHODS, _ping, key="ping"),
     Route(("ping", KEY, HOST, SUFFIX), PING_METHODS, _ping, key="ping"),
     Route(("alert", KEY), POST, _ROUTES + "alert", key="ping"),
+    Route(("alert", KEY, HOST), POST, _ROUTES + "alert", key="ping"),
     Route(
         ("monitors", HOST),
         frozenset({"GET", "HEAD", "PUT", "DELETE"}),

@@ -1,4 +1,5 @@
-"""`reaper monitor list|log|set|pause|resume|mute|unmute|delete`: monitors, one by one.
+"""`reaper monitor list|log|set|pause|resume|mute|unmute|delete`: monitors, one by one; and
+what a monitor's instance reads back from its pings (`reaper keep host:<host>`, `reaper idle`).
 
 Each command reads or changes the store directly (no pass runs): the watch pass and the pings
 pick the change up at once. A host that is not valid, or a setting out of range, is a one-line
@@ -14,7 +15,7 @@ from datetime import timedelta
 from reaper.app import wiring
 from reaper.clock import Clock, SystemClock
 from reaper.core.heartbeat import HOST_RULE, valid_host
-from reaper.core.monitors import SettingsChange
+from reaper.core.monitors import KEEP_FOREVER, SettingsChange
 from reaper.core.units import humanize, iso
 from reaper.interfaces import views
 from reaper.passes.keeping import command_line_user
@@ -158,4 +159,58 @@ def monitor_delete(settings: Settings, host: str, *, clock: Clock | None = None)
     if not found:
         return _missing(host)
     print(f"deleted {host} and its ping log (its next ping creates it anew, if auto-create is on)")
+    return EXIT_OK
+
+
+def _changed(settings: Settings, host: str, change: SettingsChange) -> int | None:
+    """Apply a change to the host's monitor (created under the cap if missing); exit 1 with
+    the reason when the cap refused it, None when done."""
+    with wiring.opened(settings) as runtime:
+        changed = change_monitor(settings, runtime.store, host, change, _asker())
+    if changed.monitor is None:
+        print(f"reaper: {changed.refused}", file=sys.stderr)
+        return EXIT_ATTENTION
+    return None
+
+
+def monitor_keep(
+    settings: Settings, host: str, *, duration: timedelta | None, clock: Clock | None = None
+) -> int:
+    """`reaper keep host:<host>`: the instance that pings as `host` reads the keep back on its
+    next ping and does not destroy itself for idleness before it ends (`duration` None: no
+    end, until `reaper unkeep host:<host>`)."""
+    host = _checked(host)
+    now = (clock or SystemClock()).now()
+    until = KEEP_FOREVER if duration is None else now + duration
+    change = SettingsChange(at=now, given=frozenset({"keep_until"}), keep_until=until)
+    if (refused := _changed(settings, host, change)) is not None:
+        return refused
+    end = "until `reaper unkeep host:" + host + "`" if duration is None else f"until {iso(until)}"
+    print(f"kept {host} {end}: its idle-watch reads it back on its next ping")
+    return EXIT_OK
+
+
+def monitor_unkeep(settings: Settings, host: str, *, clock: Clock | None = None) -> int:
+    host = _checked(host)
+    now = (clock or SystemClock()).now()
+    change = SettingsChange(at=now, given=frozenset({"keep_until"}), keep_until=None)
+    with wiring.opened(settings) as runtime:
+        monitor = runtime.store.get_monitor(host)
+        if monitor is None:
+            return _missing(host)
+        change_monitor(settings, runtime.store, host, change, _asker())
+    print(f"no longer kept: {host} (its idle-watch reads it back on its next ping)")
+    return EXIT_OK
+
+
+def monitor_idle(settings: Settings, host: str, *, after: str, clock: Clock | None = None) -> int:
+    """`reaper idle <host>`: `after` is what the instance reads back as `idle_after` ("90m",
+    "never", or "" for its own IDLE_LIMIT)."""
+    host = _checked(host)
+    now = (clock or SystemClock()).now()
+    change = SettingsChange(at=now, given=frozenset({"idle_after"}), idle_after=after)
+    if (refused := _changed(settings, host, change)) is not None:
+        return refused
+    said = {"": "its own IDLE_LIMIT", "never": "never (no idle destroy)"}.get(after, after)
+    print(f"{host}: idle limit {said}, read back on its next ping")
     return EXIT_OK

@@ -9,6 +9,7 @@ one: a container started for a ping never loads it.
 from __future__ import annotations
 
 import json
+from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import TYPE_CHECKING, Any
 
@@ -18,8 +19,10 @@ from reaper.core import messages
 from reaper.core.heartbeat import valid_host
 from reaper.core.models import Alert, AlertLevel
 from reaper.core.monitors import BadSetting, parse_change
+from reaper.core.units import parse_time
 from reaper.interfaces.api import (
     INVALID_HOST,
+    Answer,
     App,
     Params,
     Request,
@@ -31,6 +34,7 @@ from reaper.interfaces.api import (
 )
 from reaper.interfaces.views import monitor_detail_json, status_report
 from reaper.passes import correlate
+from reaper.passes.arm import arm_safely
 from reaper.passes.monitors import Asker, change_monitor, delete_monitor
 from reaper.passes.ping import UNDELIVERED_ALERT
 
@@ -60,7 +64,29 @@ def _str_field(data: dict[str, Any], name: str, required: bool) -> str:
     return value
 
 
-def _from_json(data: object) -> Alert:
+@dataclass(frozen=True)
+class Forward:
+    """An /alert body as read: the message, and for an idle warning when the instance says it
+    destroys itself (`{"kind": "idle_soon", "destroy_at": ...}`)."""
+
+    alert: Alert
+    destroy_at: datetime | None = None
+
+
+def _destroy_at(data: dict[str, Any]) -> datetime | None:
+    kind = data.get("kind")
+    if kind is None:
+        return None
+    if kind != "idle_soon":
+        raise BadAlert('"kind" must be "idle_soon" (or left out)')
+    value = data.get("destroy_at")
+    moment = parse_time(value) if isinstance(value, str) and len(value) <= 40 else None
+    if moment is None:
+        raise BadAlert('"destroy_at" must be an ISO 8601 time, like "2026-12-02T21:32:00Z"')
+    return moment
+
+
+def _from_json(data: object) -> Forward:
     if not isinstance(data, dict):
         raise BadAlert('expected a JSON object like {"text": "..."}')
     level = data.get("level", "warning")
@@ -68,16 +94,17 @@ def _from_json(data: object) -> Alert:
         raise BadAlert('"level" must be "info", "warning" or "critical"')
     if "text" in data and "title" in data:
         raise BadAlert('send "text", or "title" and "body", not both')
+    destroy_at = _destroy_at(data)
     if "title" in data:
         title, body = _str_field(data, "title", True), _str_field(data, "body", False)
-        return messages.webhook(title=title, body=body, level=level)
+        return Forward(messages.webhook(title=title, body=body, level=level), destroy_at)
     if "text" not in data:
         raise BadAlert('expected "text", or "title" and "body"')
-    return messages.webhook(_str_field(data, "text", True), level=level)
+    return Forward(messages.webhook(_str_field(data, "text", True), level=level), destroy_at)
 
 
-def parse_alert(request: Request) -> Alert:
-    """An /alert body as an `Alert`: JSON (also when sent as curl's default form type, since
+def parse_alert(request: Request) -> Forward:
+    """An /alert body as a `Forward`: JSON (also when sent as curl's default form type, since
     scripts often forget the header) or plain text."""
     try:
         text = request.body.decode("utf-8")
@@ -90,7 +117,7 @@ def parse_alert(request: Request) -> Alert:
     if not as_json:
         if not text.strip():
             raise BadAlert("the alert text is empty")
-        return messages.webhook(text)
+        return Forward(messages.webhook(text))
     try:
         data = json.loads(text)
     except (ValueError, RecursionError):  # RecursionError: a body of 16 KB of "[[[["
@@ -98,38 +125,65 @@ def parse_alert(request: Request) -> Alert:
     return _from_json(data)
 
 
-async def alert(request: Request, app: App, params: Params) -> Response:
+def _marked(forward: Forward, host: str | None) -> Alert:
+    """What the phone shows: the instance's message marked as its own (`📟 <host>: …`), with
+    Keep buttons on an idle warning sent for one host."""
+    if host is not None and forward.destroy_at is not None:
+        return messages.idle_soon(forward.alert, host, forward.destroy_at)
+    return messages.forwarded(forward.alert, host)
+
+
+def alert(request: Request, app: App, params: Params) -> Answer:
+    """`/alert/<key>` and `/alert/<key>/<host>`: each host has its own budget, and the plain
+    route one of its own, so that one noisy instance never makes another's alert wait."""
+    host = params.get("host")
+    if host is not None and not valid_host(host):
+        return text_response(400, INVALID_HOST)
     if len(request.body) > ALERT_LIMIT:
         return too_large(ALERT_LIMIT)
     try:
-        alert = parse_alert(request)
+        forward = parse_alert(request)
     except ValueError as exc:  # BadAlert, or webhook() finding nothing to send
         return text_response(400, str(exc))
     if not app.channels:
         return text_response(
             503, f"no alert channel is configured (set {app.settings.channel_hint})"
         )
-    wait = app.alerts.take("all")
+    wait = app.alerts.take(_PLAIN_ROUTE if host is None else host)
     if wait:
-        return rate_limited(wait, "alerts")
-    # webhook() keys the alert by a hash of its level, title and body.
-    key = alert.dedup_key
+        return rate_limited(wait, "alerts from this host" if host else "alerts")
+    return _forward(app, forward, host)
+
+
+# The budget of `/alert/<key>` (no host): apart from every host's, and no valid host name.
+_PLAIN_ROUTE = "/"
+
+
+async def _forward(app: App, forward: Forward, host: str | None) -> Response:
     now = app.clock.now()
-    host = correlate.notify_host(alert, app.store)
-    if host is not None and correlate.failure_alerted_just_now(app.store, host, now):
+    if host is None:
+        named = correlate.notify_host(forward.alert, app.store)
+    else:
+        named = host if app.store.get_monitor(host) is not None else None
+    alert = _marked(forward, host)
+    # The key: a hash of the marked alert's level, title and body (its host among them).
+    key = alert.dedup_key
+    if named is not None and correlate.failure_alerted_just_now(app.store, named, now):
         # The monitor's failure alert said it a moment ago: one alert per failure.
-        log.event("alert_delivery", result="skipped", alert_event=alert.event, host=host)
-        return json_response(200, {"deduplicated": True, "already_alerted": f"{host} failed"})
+        log.event("alert_delivery", result="skipped", alert_event=alert.event, host=named)
+        return json_response(200, {"deduplicated": True, "already_alerted": f"{named} failed"})
     if not _take_alert(app, key, now):
         return json_response(200, {"deduplicated": True})
+    if alert.actions:
+        alert = arm_safely(alert, app.store, app.settings, now, app.notifier.actions)
     deliveries = await app.notifier.send(alert)
     results = [
         {"channel": d.channel, "ok": d.ok, "detail": log.redact(d.detail)} for d in deliveries
     ]
     delivered = any(d.ok for d in deliveries)
     mark = UNDELIVERED_ALERT + key
-    if delivered and host is not None:
-        correlate.notified(app.store, host, app.clock.now())
+    if delivered and named is not None:
+        correlate.notified(app.store, named, app.clock.now())
     if delivered:
         app.store.close_episode(mark)
     else:

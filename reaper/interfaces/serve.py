@@ -21,21 +21,16 @@ pass that writes again.
 from __future__ import annotations
 
 import asyncio
-import signal
-import socket
 import sqlite3
 import sys
-import threading
 import time
-from collections.abc import Awaitable, Callable, Iterator, MutableMapping, Sequence
-from contextlib import contextmanager, suppress
-from dataclasses import dataclass, field
+from collections.abc import Awaitable, Callable, MutableMapping, Sequence
+from contextlib import suppress
+from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from datetime import time as dtime
-from types import FrameType
+from email.utils import formatdate
 from typing import Any
-
-import uvicorn
 
 from reaper import log
 from reaper.app import wiring
@@ -43,6 +38,13 @@ from reaper.channels.base import Notifier, channels_configured
 from reaper.clock import Clock, SystemClock
 from reaper.core.units import humanize
 from reaper.interfaces.api import MAX_BODY, REQUEST_CHANNEL_OPTIONS, App, Limits, Request, Response
+from reaper.interfaces.connections import (
+    RunningServer,
+    UvicornServer,
+    bind_socket,
+    serving,
+    uvicorn_config,
+)
 from reaper.interfaces.http import handle, redact_path
 from reaper.passes.deadline import BACKSTOP_GRACE, pass_seconds
 from reaper.passes.digest import digest_once
@@ -60,9 +62,9 @@ Receive = Callable[[], Awaitable[Message]]
 Send = Callable[[Message], Awaitable[None]]
 
 # How long a stop waits for a running pass before cancelling it; with uvicorn's drain of the
-# requests under way (GRACEFUL_SECONDS, at the same time), the process ends within 10 s of SIGTERM.
+# requests under way (`connections.GRACEFUL_SECONDS`, at the same time), the process ends within
+# 10 s of SIGTERM.
 STOP_GRACE = 3.0
-GRACEFUL_SECONDS = 7
 
 
 # --- schedules ----------------------------------------------------------------------------
@@ -288,6 +290,9 @@ def _request(scope: Scope, body: bytes) -> Request:
 async def _send(send: Send, response: Response) -> None:
     headers = {"cache-control": "no-store", **response.headers}
     headers.setdefault("content-length", str(len(response.body)))
+    # One Date, the answer's own when it has one (the two-way heartbeat's, from the App's
+    # clock): uvicorn's would come as a second header.
+    headers.setdefault("date", formatdate(usegmt=True))
     await send(
         {
             "type": "http.response.start",
@@ -394,135 +399,6 @@ def build_asgi(
     return ReaperASGI(app, scheduler, on_close)
 
 
-# --- running uvicorn ----------------------------------------------------------------------
-
-
-def bind_socket(host: str, port: int) -> socket.socket:
-    """Bind here rather than in uvicorn: a port of 0 is then known before serving, and
-    TCP_NODELAY is set on the listening socket (accepted sockets inherit it)."""
-    family = socket.AF_INET6 if ":" in host else socket.AF_INET
-    sock = socket.socket(family, socket.SOCK_STREAM)
-    try:
-        sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-        sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
-        sock.bind((host, port))
-        sock.listen(2048)
-        sock.setblocking(False)
-    except BaseException:
-        sock.close()
-        raise
-    return sock
-
-
-def uvicorn_config(asgi: ReaperASGI) -> uvicorn.Config:
-    return uvicorn.Config(
-        asgi,
-        workers=1,
-        access_log=False,  # it would write the ping key to disk
-        server_header=False,
-        log_level="warning",
-        # No logging config of its own: its lines go through reaper's handler and format
-        # (a timestamp and a level on each; JSON with LOG_FORMAT=json).
-        log_config=None,
-        lifespan="on",
-        http="auto",  # httptools when installed, else h11
-        # No WebSocket protocol: the API has none, and with a WebSocket library installed
-        # (uvicorn[standard] brings one) an Upgrade request would reach the app as a scope
-        # it does not answer. Without it, the request is answered as plain HTTP.
-        ws="none",
-        loop="auto",  # uvloop when installed, else asyncio
-        timeout_graceful_shutdown=GRACEFUL_SECONDS,
-    )
-
-
-class _Server(uvicorn.Server):
-    """uvicorn.Server that says when it is listening (tests wait on it instead of polling),
-    whose SIGTERM/SIGINT end in a clean exit, and that always closes the app.
-
-    uvicorn 0.54 re-raises a caught signal after its graceful shutdown, so the process dies
-    of it (SIGTERM: status -15, SIGINT: KeyboardInterrupt) even though everything was closed
-    properly; `reaper serve` returns 0 instead, as a finished command does.
-
-    A second SIGINT makes uvicorn skip the lifespan shutdown, and the end of its event loop
-    would then cancel a running pass without its grace and leave the store open. `serve`
-    therefore closes the app in a `finally`, on the same loop: the pass gets its grace (then is
-    cancelled, its lease released), clients and the store are closed. The schedules start
-    stopping at the signal itself (`handle_exit`), beside uvicorn's drain of the requests.
-    """
-
-    def __init__(self, config: uvicorn.Config, asgi: ReaperASGI) -> None:
-        super().__init__(config)
-        self.ready = threading.Event()
-        self._asgi = asgi
-        self._loop: asyncio.AbstractEventLoop | None = None
-
-    async def serve(self, sockets: list[socket.socket] | None = None) -> None:
-        self._loop = asyncio.get_running_loop()
-        try:
-            await super().serve(sockets)
-        finally:
-            await self._asgi.close()
-
-    async def startup(self, sockets: list[socket.socket] | None = None) -> None:
-        await super().startup(sockets)
-        self.ready.set()
-
-    def handle_exit(self, sig: int, frame: FrameType | None) -> None:
-        """The signal: uvicorn stops serving, and the schedules start stopping at once."""
-        super().handle_exit(sig, frame)
-        if self._loop is not None and not self._loop.is_closed():
-            self._loop.call_soon_threadsafe(self._asgi.stop_schedules)
-
-    @contextmanager
-    def capture_signals(self) -> Iterator[None]:
-        if threading.current_thread() is not threading.main_thread():
-            yield  # signals can only be handled in the main thread (tests run us in another)
-            return
-        handled = (signal.SIGINT, signal.SIGTERM)
-        originals = {sig: signal.signal(sig, self.handle_exit) for sig in handled}
-        try:
-            yield
-        finally:
-            for sig, handler in originals.items():
-                signal.signal(sig, handler)
-
-
-@dataclass
-class RunningServer:
-    port: int
-    asgi: ReaperASGI
-    server: _Server = field(repr=False)
-    thread: threading.Thread = field(repr=False)
-
-    @property
-    def url(self) -> str:
-        return f"http://127.0.0.1:{self.port}"
-
-    def stop(self) -> None:
-        """What SIGTERM does: stop accepting, finish requests and passes, close the store."""
-        self.server.should_exit = True
-        self.thread.join(timeout=30)
-
-
-@contextmanager
-def serving(asgi: ReaperASGI, host: str = "127.0.0.1", port: int = 0) -> Iterator[RunningServer]:
-    """Run the app under uvicorn in a thread, on an ephemeral port by default; for tests and
-    the benchmark. Leaving the block shuts it down gracefully."""
-    sock = bind_socket(host, port)
-    server = _Server(uvicorn_config(asgi), asgi)
-    thread = threading.Thread(target=server.run, kwargs={"sockets": [sock]}, daemon=True)
-    thread.start()
-    try:
-        if not server.ready.wait(timeout=15):
-            raise RuntimeError("the server did not start")
-        running = RunningServer(sock.getsockname()[1], asgi, server, thread)
-        yield running
-    finally:
-        server.should_exit = True
-        thread.join(timeout=30)
-        sock.close()
-
-
 # --- the command --------------------------------------------------------------------------
 
 
@@ -605,7 +481,7 @@ def serve_command(settings: Settings, host: str, port: int) -> int:
     )
     _announce(settings, host, sock.getsockname()[1], channels)
     try:
-        _Server(uvicorn_config(asgi), asgi).run(sockets=[sock])
+        UvicornServer(uvicorn_config(asgi), asgi).run(sockets=[sock])
     finally:
         sock.close()
     log.event("serve_stopped")
@@ -617,10 +493,12 @@ __all__ = [
     "ReaperASGI",
     "RunningServer",
     "Scheduler",
+    "bind_socket",
     "build_asgi",
     "next_daily",
     "read_body",
     "serve_command",
     "serve_jobs",
     "serving",
+    "uvicorn_config",
 ]

@@ -34,6 +34,7 @@ from reaper.core.models import (
     PhoneAction,
     TerminationRequest,
 )
+from reaper.core.monitors import SettingsChange
 from reaper.passes.arm import CALLBACK_PREFIX, grant_id, mint, valid_token
 from reaper.passes.context import Context
 from reaper.passes.reap import ConfirmOptions, RequestOutcome, request_pass
@@ -173,12 +174,22 @@ async def _carry_out(ctx: ActContext, action: PhoneAction, actor: Actor, now: da
 
 
 def _keep(store: Store, action: PhoneAction, actor: Actor, now: datetime) -> Outcome:
-    """`reaper keep`'s record for each target, never shortening a keep already in place."""
+    """`reaper keep`'s record for each target, never shortening a keep already in place; a
+    `host:<host>` target (an idle warning's Keep) keeps that monitor's instance from its own
+    idle destroy, read back on its next ping."""
     assert action.duration is not None
     until = now + action.duration
     kept = store.history().kept
     longer: list[datetime | None] = []
     for key in action.targets:
+        if key.startswith(messages.HOST_TARGET):
+            host = key.removeprefix(messages.HOST_TARGET)
+            if store.get_monitor(host) is None:  # deleted since the warning: nothing to keep
+                return Outcome("not_done", messages.action_no_host_to_keep(host))
+            current_end = _host_keep(store, host, until, now)
+            if current_end is not None:
+                longer.append(current_end)
+            continue
         current = kept.get(key)
         if (
             current is not None
@@ -192,6 +203,18 @@ def _keep(store: Store, action: PhoneAction, actor: Actor, now: datetime) -> Out
         latest = None if None in longer else max(t for t in longer if t is not None)
         return Outcome("done", messages.action_already_kept(action.subject, latest))
     return Outcome("done", messages.action_kept(action.subject, until, actor.who))
+
+
+def _host_keep(store: Store, host: str, until: datetime, now: datetime) -> datetime | None:
+    """Keep the monitor `host` until `until`; the end of a longer keep already in place
+    (nothing changed), else None."""
+    monitor = store.get_monitor(host)
+    current = monitor.keep_until if monitor is not None else None
+    if current is not None and current >= until:
+        return current
+    change = SettingsChange(at=now, given=frozenset({"keep_until"}), keep_until=until)
+    store.set_monitor_settings(host, change)
+    return None
 
 
 def _mute(store: Store, action: PhoneAction, actor: Actor, now: datetime) -> Outcome:

@@ -65,6 +65,8 @@ def _kind_of(change: SettingsChange) -> ActionKind:
         return "pause" if change.paused else "resume"
     if change.given == {"muted_until"}:
         return "mute" if change.muted_until is not None else "unmute"
+    if change.given == {"keep_until"}:
+        return "keep" if change.keep_until is not None else "unkeep"
     return "set"
 
 

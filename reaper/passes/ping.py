@@ -89,6 +89,10 @@ def place_ping(settings: Settings, store: Store, clock: Clock, ping: Ping) -> Pi
             return PingOutcome(accepted=True, monitor=transition.monitor)
         transition = apply_ping(current, ping, now, guarded=guarded)
         placed = _place(store, current, transition, settings.max_monitors)
+        if placed is False and (room := listed_room(store, ping.host)):
+            # A listed instance's watchdog: junk hosts that filled the cap do not count
+            # against it (they can fill REAPER_MAX_MONITORS, never the room of listed ones).
+            placed = _place(store, current, transition, settings.max_monitors + room)
         if placed is None:
             continue  # created meanwhile by another process: apply to that one
         if not placed:
@@ -97,6 +101,19 @@ def place_ping(settings: Settings, store: Store, clock: Clock, ping: Ping) -> Pi
             log.event("monitor", host=ping.host, change=transition.alert.event)
         return PingOutcome(accepted=True, monitor=transition.monitor, alert=transition.alert)
     return PingOutcome(accepted=False, reason=_cap_reason(settings))
+
+
+def listed_room(store: Store, host: str) -> int:
+    """For the provider host of an instance in its provider's last listings (`runpod-<id>` of
+    a listed pod): how many instances those listings show, the room they get beyond
+    REAPER_MAX_MONITORS. 0 for any other host. Reads the listings: only a ping the cap (or an
+    alert budget) refused pays for it."""
+    parsed = provider_host(host)
+    if parsed is None:
+        return 0
+    provider, instance_id = parsed
+    shown = [i.id for x in store.listings() if x.provider == provider for i in x.instances]
+    return len(shown) if instance_id in shown else 0
 
 
 async def send_ping_alert(

@@ -117,6 +117,10 @@ def action_no_monitor(host: str) -> str:
     return f"Not muted: there is no monitor {host} (deleted meanwhile?)."
 
 
+def action_no_host_to_keep(host: str) -> str:
+    return f"Not kept: there is no monitor {host} (deleted meanwhile?)."
+
+
 def action_terminated(subject: str, by: str) -> str:
     return f"Terminated {subject}, as {by} asked; confirmed gone by a new listing."
 

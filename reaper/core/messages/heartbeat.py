@@ -145,6 +145,31 @@ def fold_heartbeat(alerts: list[Alert], limit: int) -> list[Alert]:
     return [*alerts[: limit - 1], summary]
 
 
+def fold_ping_alerts(alerts: list[Alert], window: timedelta) -> Alert:
+    """The alerts pings raised past their budgets, as one message: a ping-key holder's flood of
+    new hosts reads as one line, and nothing it held back is lost."""
+    span = "one minute" if window == timedelta(minutes=1) else humanize(window)
+    created = [a for a in alerts if a.event == "monitor_created"]
+    if len(created) == len(alerts):
+        hosts = [a.title.removeprefix("New monitor ").split(" ", 1)[0] for a in created]
+        shown = ", ".join(hosts[:10]) + (f" and {len(hosts) - 10} more" if len(hosts) > 10 else "")
+        title = f"{len(hosts)} monitors appeared in {span}: {shown}"
+    else:
+        title = f"{len(alerts)} heartbeat alerts in {span}, held back to spare the phone"
+    titles = "\n".join(a.title for a in alerts[:10])
+    more = f"\n… and {len(alerts) - 10} more" if len(alerts) > 10 else ""
+    return Alert(
+        title=title,
+        body=(
+            f"{titles}{more}\nMore than the alert budget of pings: a leaked ping key? "
+            "See `reaper monitor list`; `reaper monitor delete <host>` removes one."
+        ),
+        level=max((a.level for a in alerts), key=("info", "warning", "critical").index),
+        dedup_key="heartbeat:ping-fold",
+        event="ping_alerts_folded",
+    )
+
+
 def with_note(alert: Alert, note: str) -> Alert:
     """The alert with one more sentence of body."""
     return alert.model_copy(update={"body": f"{alert.body} {note}" if alert.body else note})
