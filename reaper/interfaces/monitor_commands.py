@@ -15,7 +15,7 @@ from reaper.app import wiring
 from reaper.clock import Clock, SystemClock
 from reaper.core.heartbeat import HOST_RULE, valid_host
 from reaper.core.monitors import SettingsChange
-from reaper.core.units import humanize, iso
+from reaper.core.units import humanize, iso, utc
 from reaper.interfaces import views
 from reaper.passes.keeping import command_line_user
 from reaper.passes.monitors import (
@@ -145,7 +145,7 @@ def monitor_mute(
     if until is None:
         print(f"unmuted {host}")
     else:
-        print(f"muted {host} until {iso(until)}: its state is tracked, no alert goes out")
+        print(f"muted {host} until {utc(until)}: its state is tracked, no alert goes out")
     return EXIT_OK
 
 

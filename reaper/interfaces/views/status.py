@@ -11,7 +11,7 @@ from typing import Any
 from reaper.core.license import License, license_for
 from reaper.core.models import ActionRecord, History, Instance, Listing, Monitor, ReapRun
 from reaper.core.policy import protection_reason
-from reaper.core.units import ago, humanize, iso, money, parse_time, utc, when
+from reaper.core.units import ago, humanize, iso, money, parse_time, readable_times, utc, when
 from reaper.interfaces.readmodel import FleetView, read_view, saved_per_month
 from reaper.interfaces.table import format_table
 from reaper.interfaces.views.monitors import _monitor_name, _names, monitor_json, monitor_state
@@ -205,10 +205,10 @@ def status_lines(data: dict[str, Any], *, width: int | None = None) -> list[str]
         rows = [
             [
                 _time(item["at"], now),
-                item["label"],
+                readable_times(item["label"]),
                 item["subject"] or ", ".join(item["targets"]),
                 item["by"],
-                item["result"],
+                readable_times(item["result"]),
             ]
             for item in data["actions"]
         ]

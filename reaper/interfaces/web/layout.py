@@ -37,6 +37,12 @@ def esc(value: object) -> str:
     return html.escape(shown(str(value), lines=True), quote=True)
 
 
+def stamp(moment: datetime) -> str:
+    """A time for people, to the minute with its zone; the exact instant stays in the
+    `<time>` element's `datetime` for machines."""
+    return f'<time datetime="{esc(iso(moment))}">{esc(utc(moment))}</time>'
+
+
 def when(moment: datetime | None, now: datetime) -> str:
     """A time for people: "2026-11-28 17:00 UTC (3h ago)" / "(in 5h)", in a <time>."""
     if moment is None:
@@ -47,10 +53,7 @@ def when(moment: datetime | None, now: datetime) -> str:
         if abs(delta.total_seconds()) < 60
         else (f"in {humanize(delta)}" if delta.total_seconds() > 0 else f"{humanize(delta)} ago")
     )
-    return (
-        f'<time datetime="{esc(iso(moment))}">{esc(utc(moment))}</time>'
-        f' <span class="dim">({esc(relative)})</span>'
-    )
+    return f'{stamp(moment)} <span class="dim">({esc(relative)})</span>'
 
 
 CSS = """

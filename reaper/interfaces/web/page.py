@@ -14,10 +14,10 @@ from reaper.core.models import Instance
 from reaper.core.monitors import down_after, muted
 from reaper.core.policy import Outlook
 from reaper.core.snapshot import daily_spend
-from reaper.core.units import HOURS_PER_MONTH, humanize, iso, money
+from reaper.core.units import HOURS_PER_MONTH, humanize, money
 from reaper.interfaces.readmodel import FleetView, Watchdog, saved_per_month
 from reaper.interfaces.web.chart import RUNNING_COLOUR, STORAGE_COLOUR, chart_summary, spend_chart
-from reaper.interfaces.web.layout import document, esc, post_button, when
+from reaper.interfaces.web.layout import document, esc, post_button, stamp, when
 from reaper.providers.plugins import label
 from reaper.settings.model import Settings
 
@@ -419,7 +419,7 @@ def status_page(view: FleetView, settings: Settings, csrf: str) -> bytes:
             _terminations(view),
             _balances(view),
             _spend(view),
-            f'<p class="small dim">Page made {esc(iso(view.now))} from the store; it never asks '
+            f'<p class="small dim">Page made {stamp(view.now)} from the store; it never asks '
             "the providers.</p>",
         )
     )
