@@ -141,6 +141,10 @@ def test_a_monitors_page_is_readable_at_390_px(browser: Any, phone_fleet: Fleet)
     screenshot(browser, "monitor-phone-layout")
     assert "checkpoint written" in browser.find_element(_by().ID, "log").text
     _readable(browser)
+    # A longer host: its delete label once ran off the card.
+    browser.get(f"{phone_fleet.app.running.url}/monitor/runpod-{phone_fleet.running_id}")
+    assert "and its ping log" in browser.find_element(_by().ID, "delete").text
+    _readable(browser)
 
 
 def test_the_status_page_and_its_charts_are_readable_at_390_px(
