@@ -71,20 +71,23 @@ def test_a_growing_file_keeps_it_waiting_and_the_whole_file_is_saved(
     kit: Kit, store: Store, tmp_path: Path
 ) -> None:
     ckpt = tmp_path / "results" / "ckpt.pt"
+    ckpt.write_bytes(b"0123456789")  # written before the first check: that check sees it
     stop = threading.Event()
 
     def writer() -> None:
-        for _ in range(15):
-            with ckpt.open("ab") as f:
-                f.write(b"0123456789")
+        for _ in range(14):
             if stop.wait(0.1):
                 return
+            with ckpt.open("ab") as f:
+                f.write(b"0123456789")
 
     thread = threading.Thread(target=writer)
     thread.start()
     try:
+        # STABLE_FOR well above the writer's 0.1 s pace: on a loaded machine a thread can
+        # stall past a second between writes, and a 1 s STABLE_FOR then saved half the file.
         done = kit.watch(
-            loops=60, IDLE_LIMIT="1", STABLE_FOR="1", IDLE_WATCH_SLEEP="0.1", timeout=60
+            loops=80, IDLE_LIMIT="1", STABLE_FOR="3", IDLE_WATCH_SLEEP="0.1", timeout=60
         )
     finally:
         stop.set()
@@ -184,7 +187,9 @@ def test_the_heartbeat_keeps_coming_while_a_slow_save_runs(
 ) -> None:
     (tmp_path / "results" / "metrics.json").write_text("{}")
     age(tmp_path / "results" / "metrics.json", 120)
-    store.proxy.slow(0.4)
+    # Each store request 0.8 s: the save outlasts the 0.5 s check period by seconds, so the
+    # heartbeat during it shows even when a loaded machine is slow to start its curl.
+    store.proxy.slow(0.8)
 
     done = kit.watch(loops=10, IDLE_LIMIT="1", IDLE_WATCH_SLEEP="0.5", timeout=60)
 

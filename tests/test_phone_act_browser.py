@@ -1,6 +1,7 @@
 """The `/act/<token>` page in a real headless browser at a phone's width, as Bark's tap opens
 it: what it will do and its buttons, no sideways scroll, names as text; the press keeps the
-pod (the same record a chat button writes), and the spent link says so on a second visit."""
+pod (the same record a chat button writes), the "done" page links back to the status page,
+and the spent link says so on a second visit."""
 
 from __future__ import annotations
 
@@ -40,6 +41,9 @@ def test_the_action_page_on_a_phone_keeps_the_pod(tmp_path: Path) -> None:
             submit(browser, browser.find_element(By.XPATH, "//button[text()='Keep 1 day']"))
             body = browser.find_element(By.TAG_NAME, "body").text
             assert "Done" in body, body[:400]
+            # The way on: the status page of the same server.
+            back = browser.find_element(By.LINK_TEXT, "Open the status page")
+            assert back.get_attribute("href") == app.running.url + "/"
             [record] = p.actions()
             assert (record.kind, record.done, record.via) == ("keep", True, "action link")
             browser.get(app.running.url + link_path(push["url"]))

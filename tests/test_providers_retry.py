@@ -137,7 +137,9 @@ def test_concurrency_drops_on_429_and_recovers_on_successes() -> None:
         await asyncio.gather(*(client.balance() for _ in range(n)))
 
     with VastEmulator({"main": VAST_KEY}) as server:
-        server.set_latency(0.05)
+        # Long enough that a burst's eight requests are all in flight at once even on a loaded
+        # machine (at 0.05 s the first answers came back before the last left: a peak of 6).
+        server.set_latency(0.4)
         client = vast_client(server, options)
 
         async def scenario() -> tuple[int, float, int, float]:

@@ -68,7 +68,7 @@ def test_protected_and_kept_show_their_reason_never_a_past_due_date(tmp_path: Pa
     assert " due 20" not in text  # no "due <date>" at all: every deadline here is past
 
 
-def test_a_deadline_ahead_is_due_in_human_time(tmp_path: Path) -> None:
+def test_a_deadline_ahead_is_scheduled_in_human_time(tmp_path: Path) -> None:
     start = datetime.now(UTC) - timedelta(hours=1)
     with world(tmp_path, start=start) as w:
         w.runpod.add_pod("plain-p1", name="sweep-old", status="EXITED", volume_gb=100)
@@ -77,7 +77,7 @@ def test_a_deadline_ahead_is_due_in_human_time(tmp_path: Path) -> None:
     [item] = data["fleet"]["stopped"]
     assert item["overdue"] is False and item["due_at"] is not None
     [row] = [line for line in text.splitlines() if line.startswith("runpod:plain-p1")]
-    assert re.search(r"due \d{4}-\d\d-\d\d \d\d:\d\d UTC \(in 2[23]h\d+m\)", row), row
+    assert re.search(r"scheduled \d{4}-\d\d-\d\d \d\d:\d\d UTC \(in 2[23]h\d+m\)", row), row
 
 
 def test_every_time_in_the_status_text_is_to_the_minute_in_utc(tmp_path: Path) -> None:

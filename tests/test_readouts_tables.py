@@ -100,7 +100,8 @@ def test_the_report_headline_names_an_account_that_did_not_answer(tmp_path: Path
     assert done.stdout, done.stderr
     headline = done.stdout.splitlines()[0]
     when = r"\d{4}-\d\d-\d\d \d\d:\d\d UTC"
-    expected = rf"report at {when}: spend now \$0\.50/h — RunPod main did not answer"
+    failed = "not counted, did not answer: runpod/main: HTTP 503"
+    expected = rf"report at {when}: spend now \$0\.50/h — {failed}"
     assert re.fullmatch(expected, headline), headline
 
 

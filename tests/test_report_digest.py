@@ -247,7 +247,10 @@ def test_report_text_and_a_failed_listing_exit_1(
     code = report_impl(settings, json_output=False, clock=FakeClock(NOW), http_options=FAST)
     out, err = capsys.readouterr()
     assert code == 1
-    assert "spend now $0.79/h — Vast main did not answer" in out and "leaks: none" in out
+    assert (
+        "spend now $0.79/h — not counted, did not answer: vast/main: HTTP 503" in out
+        and "leaks: none" in out
+    )
     assert "vast/main" in err and VAST_KEY not in out + err
 
 

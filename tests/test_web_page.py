@@ -65,7 +65,9 @@ def test_keep_from_the_page_writes_the_keep_record_with_who_asked(tmp_path: Path
         page = page_of(f)
         key = f"runpod:{f.stopped_id}"
         answer = f.http.post("/keep", data={"instance": key, "for": "1d", "csrf": csrf_of(page)})
-        assert answer.status_code == 303 and answer.headers["location"].startswith("/#i-runpod")
+        assert answer.status_code == 303 and answer.headers["location"].startswith(
+            "/?kept=runpod%3A"
+        )
         kept = f.app.store.history().kept[key]
         assert kept.by == "status page"
         assert kept.until == f.app.clock.now() + timedelta(days=1)

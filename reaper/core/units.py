@@ -8,6 +8,7 @@ now); one month of hours for $/h → $/month.
 
 from __future__ import annotations
 
+import re
 from datetime import UTC, datetime, timedelta
 
 # A month of hours for $/h → $/month: 730 = 8760 / 12, the month providers price by. (A
@@ -57,6 +58,21 @@ def humanize(delta: timedelta) -> str:
 def utc(moment: datetime) -> str:
     """An instant for people: to the minute (no seconds, no microseconds), UTC stated."""
     return as_utc(moment).strftime("%Y-%m-%d %H:%M UTC")
+
+
+# An ISO 8601 instant inside free text: what records written before every reader's time was
+# `utc` carry in their words ("kept until 2026-12-09T21:32:07.120031Z").
+_ISO_IN_TEXT = re.compile(r"\d{4}-\d\d-\d\dT\d\d:\d\d(?::\d\d(?:\.\d+)?)?(?:Z|[+-]\d\d:\d\d)?")
+
+
+def readable_times(text: str) -> str:
+    """Free text for people with every ISO 8601 instant in it written as `utc` writes it."""
+
+    def one(found: re.Match[str]) -> str:
+        moment = parse_time(found.group(0))
+        return found.group(0) if moment is None else utc(moment)
+
+    return _ISO_IN_TEXT.sub(one, text)
 
 
 def ago(moment: datetime, now: datetime) -> str:

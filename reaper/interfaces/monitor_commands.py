@@ -16,7 +16,7 @@ from reaper.app import wiring
 from reaper.clock import Clock, SystemClock
 from reaper.core.heartbeat import HOST_RULE, valid_host
 from reaper.core.monitors import KEEP_FOREVER, SettingsChange
-from reaper.core.units import humanize, iso
+from reaper.core.units import humanize, iso, utc
 from reaper.interfaces import views
 from reaper.passes.keeping import command_line_user
 from reaper.passes.monitors import (
@@ -146,7 +146,7 @@ def monitor_mute(
     if until is None:
         print(f"unmuted {host}")
     else:
-        print(f"muted {host} until {iso(until)}: its state is tracked, no alert goes out")
+        print(f"muted {host} until {utc(until)}: its state is tracked, no alert goes out")
     return EXIT_OK
 
 
@@ -185,7 +185,7 @@ def monitor_keep(
     change = SettingsChange(at=now, given=frozenset({"keep_until"}), keep_until=until)
     if (refused := _changed(settings, host, change)) is not None:
         return refused
-    end = "until `reaper unkeep host:" + host + "`" if duration is None else f"until {iso(until)}"
+    end = "until `reaper unkeep host:" + host + "`" if duration is None else f"until {utc(until)}"
     print(f"kept {host} {end}: its idle-watch reads it back on its next ping")
     return EXIT_OK
 

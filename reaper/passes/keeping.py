@@ -7,7 +7,7 @@ from __future__ import annotations
 from datetime import datetime
 
 from reaper.core.models import ActionRecord, KeptInstance
-from reaper.core.units import iso
+from reaper.core.units import utc
 from reaper.store.ports import Store
 
 
@@ -19,13 +19,13 @@ def keep(
     record = ActionRecord(
         at=now,
         kind="keep",
-        label="Keep" if until is None else f"Keep until {iso(until)}",
+        label="Keep" if until is None else f"Keep until {utc(until)}",
         targets=(key,),
         subject=key,
         by=by,
         via=via,
         done=True,
-        result=f"kept until {iso(until)}" if until else "kept until further notice",
+        result=f"kept until {utc(until)}" if until else "kept until further notice",
     )
     store.record_action(record)
     return record

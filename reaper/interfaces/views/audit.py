@@ -6,7 +6,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from reaper.core.models import ActionRecord, AuditRecord
-from reaper.core.units import utc
+from reaper.core.units import readable_times, utc
 from reaper.interfaces.table import format_table
 from reaper.interfaces.views.status import action_json
 
@@ -30,11 +30,11 @@ def actions_table(actions: Sequence[ActionRecord], *, width: int | None = None) 
     rows = [
         [
             utc(a.at),
-            a.label,
+            readable_times(a.label),
             a.subject or ", ".join(a.targets),
             a.by,
             "yes" if a.done else "no",
-            a.result,
+            readable_times(a.result),
         ]
         for a in actions
     ]
@@ -78,7 +78,7 @@ def _terminations_table(records: Sequence[AuditRecord], width: int | None) -> st
             r.name,
             r.result,
             "yes" if r.confirmed else "NO",
-            r.reason + (f" ({r.detail})" if r.detail else ""),
+            readable_times(r.reason + (f" ({r.detail})" if r.detail else "")),
         ]
         for r in records
     ]

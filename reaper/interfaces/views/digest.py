@@ -8,6 +8,7 @@ from typing import Any
 from reaper.core.digest import BalanceLine, Digest
 from reaper.core.units import humanize, iso, money, utc
 from reaper.interfaces.table import format_table
+from reaper.interfaces.views.failures import did_not_answer
 
 
 def digest_json(digest: Digest) -> dict[str, Any]:
@@ -21,10 +22,8 @@ def report_headline(digest: Digest) -> str:
     """`report at ...: spend now $X/h`, and which accounts did not answer: a total that
     silently leaves an account out would read as the whole spend."""
     line = f"report at {utc(digest.at)}: spend now {money(digest.spend_per_hour)}/h"
-    failed = [f"{digest.labels.get(e.provider, e.provider)} {e.account}" for e in digest.errors]
-    if failed:
-        verb = "did not answer" if len(failed) == 1 else "did not answer (not counted)"
-        line += f" — {', '.join(failed)} {verb}"
+    if digest.errors:
+        line += f" — not counted, did not answer: {did_not_answer(digest.errors)}"
     return line
 
 

@@ -9,7 +9,7 @@ from typing import Any
 
 from reaper.core.models import Instance, Listing, Monitor, PingEvent
 from reaper.core.monitors import down_after, grace_of, heard_or_resumed, muted, timeout_of
-from reaper.core.units import humanize, iso
+from reaper.core.units import humanize, iso, parse_time, utc, when
 from reaper.interfaces.table import format_table
 from reaper.providers.plugins import provider_host
 from reaper.settings.model import Settings
@@ -108,15 +108,15 @@ def monitors_table(monitors: Sequence[Monitor], settings: Settings, now: datetim
         m = monitor_json(monitor, settings, now)
         state = monitor_state(m)
         timeout = _seconds(m["timeout"]) + ("" if m["timeout_default"] else " (own)")
-        muted_until = m["muted_until"] or ""
+        muted_until = parse_time(m["muted_until"])
         rows.append(
             [
                 m["host"],
                 state,
-                m["last_ping_at"] or "never",
+                when(parse_time(m["last_ping_at"]), now),
                 timeout,
                 _seconds(m["grace"]),
-                muted_until,
+                utc(muted_until) if muted_until else "",
             ]
         )
     headers = ["host", "state", "last ping", "timeout", "grace", "muted until"]
@@ -132,5 +132,5 @@ def monitor_log_lines(monitor: Monitor, events: Sequence[PingEvent]) -> list[str
         body = " ".join(e.body.split())
         body = body if len(body) <= 80 else body[:79] + "…"
         note = f" [{e.note}]" if e.note else ""
-        lines.append(f"  {iso(e.at)}  #{e.seq:<5} {kind:<8} {e.client:<15} {body}{note}")
+        lines.append(f"  {utc(e.at)}  #{e.seq:<5} {kind:<8} {e.client:<15} {body}{note}")
     return lines

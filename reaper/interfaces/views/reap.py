@@ -10,6 +10,7 @@ from reaper.core.models import Instance
 from reaper.core.runway import runway_short
 from reaper.core.units import humanize, iso, money, utc
 from reaper.interfaces.table import format_table
+from reaper.interfaces.views.failures import did_not_answer
 from reaper.passes.guards import GuardReport
 from reaper.passes.reap import ActionResult, ReapReport
 
@@ -103,7 +104,8 @@ def _reap_state(inst: Instance) -> str:
 
 
 def reap_summary(report: ReapReport) -> str:
-    """The line before the table: what bills now, what is stopped, due, protected."""
+    """The line before the table: what bills now, what is stopped, due, protected, and which
+    accounts did not answer (their instances are in none of these counts)."""
     live = [i for i in report.instances if i.state != "terminated"]
     billing = sum(i.cost_per_hour or 0.0 for i in live)
     states = Counter(i.state for i in live)
@@ -115,9 +117,10 @@ def reap_summary(report: ReapReport) -> str:
     if states["unknown"]:
         parts.append(f"{states['unknown']} unreadable")
     due = actions["terminate"] + actions["hold"]
+    failed = f"; did not answer: {did_not_answer(report.errors)}" if report.errors else ""
     return (
         f"{len(live)} instances, billing {money(billing)}/h now: {', '.join(parts)};"
-        f" {due} due, {actions['warn']} warned, {actions['protect']} protected"
+        f" {due} due, {actions['warn']} warned, {actions['protect']} protected{failed}"
     )
 
 
@@ -164,11 +167,11 @@ def reap_table(report: ReapReport, *, show_all: bool = False, width: int | None 
         "reason",
     ]
     lines = [f"reap {'dry run ' if report.dry_run else ''}at {utc(report.at)} (mode {report.mode})"]
-    if report.instances:
+    if report.instances or report.errors:
         lines.append(reap_summary(report))
     if rows:
         lines.append(format_table(headers, rows, max_width=70, width=width, shrink_first=(8, 3, 4)))
-    elif not report.instances:
+    elif not report.instances and not report.errors:
         lines.append("no instances")
     if folded:
         lines.append(f"(+{folded} running with nothing to do; --all shows them)")

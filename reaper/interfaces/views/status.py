@@ -11,7 +11,7 @@ from typing import Any
 from reaper.core.license import License, license_for
 from reaper.core.models import ActionRecord, History, Instance, Listing, Monitor, ReapRun
 from reaper.core.policy import protection_reason
-from reaper.core.units import ago, humanize, iso, money, parse_time, utc, when
+from reaper.core.units import ago, humanize, iso, money, parse_time, readable_times, utc, when
 from reaper.interfaces.readmodel import FleetView, read_view, saved_per_month
 from reaper.interfaces.table import format_table
 from reaper.interfaces.views.monitors import _monitor_name, _names, monitor_json, monitor_state
@@ -138,7 +138,15 @@ def _stopped_status(item: dict[str, Any], now: datetime) -> str:
     if item["overdue"]:
         return f"past its deadline ({utc(due)}, {ago(due, now)}): the next reap pass acts"
     warned = f"; warned {utc(w)}" if (w := parse_time(item["warned_at"])) else ""
-    return f"due {utc(due)} ({ago(due, now)}){warned}"
+    return f"scheduled {utc(due)} ({ago(due, now)}){warned}"
+
+
+def _deadlines(stopped: list[dict[str, Any]]) -> str:
+    """ "Due" is what `reaper reap` acts on in this pass; between passes an instance with a
+    deadline ahead is "scheduled", and one past it waits for the next pass."""
+    scheduled = sum(1 for s in stopped if s["due_at"] and not s["overdue"])
+    past = sum(1 for s in stopped if s["overdue"])
+    return f"{scheduled} scheduled" + (f", {past} past their deadline" if past else "")
 
 
 def status_lines(data: dict[str, Any], *, width: int | None = None) -> list[str]:
@@ -147,11 +155,10 @@ def status_lines(data: dict[str, Any], *, width: int | None = None) -> list[str]
     fleet = data["fleet"]
     stopped = fleet["stopped"]
     protected = sum(1 for s in stopped if s["protected"])
-    due = sum(1 for s in stopped if s["due_at"])
     lines = [
         f"status at {utc(now)}: monitors {c['up']} up, {c['new']} new, {c['down']} down,"
-        f" {c['retired']} retired; stopped {len(stopped)} ({due} due, {protected} protected),"
-        f" kept {len(fleet['kept'])}"
+        f" {c['retired']} retired; stopped {len(stopped)} ({_deadlines(stopped)},"
+        f" {protected} protected), kept {len(fleet['kept'])}"
     ]
     for item in data.get("needs_you", []):
         rate = (
@@ -198,10 +205,10 @@ def status_lines(data: dict[str, Any], *, width: int | None = None) -> list[str]
         rows = [
             [
                 _time(item["at"], now),
-                item["label"],
+                readable_times(item["label"]),
                 item["subject"] or ", ".join(item["targets"]),
                 item["by"],
-                item["result"],
+                readable_times(item["result"]),
             ]
             for item in data["actions"]
         ]

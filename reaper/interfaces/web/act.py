@@ -110,8 +110,11 @@ def render_page(grant: ActionGrant, now: datetime) -> bytes:
 
 
 def render_outcome(outcome: Outcome) -> bytes:
+    """What was done, and the way on: the status page, on this same server (a relative link:
+    the page answers `/` wherever the action link does)."""
     title = "Done" if outcome.status == "done" else "Not done"
-    return _document(title, f"<h1>{title}</h1><p>{esc(outcome.text)}</p>")
+    back = '<p><a href="/">Open the status page</a></p>'
+    return _document(title, f"<h1>{title}</h1><p>{esc(outcome.text)}</p>{back}")
 
 
 def _choice(body: bytes) -> int | None:

@@ -37,6 +37,12 @@ def esc(value: object) -> str:
     return html.escape(shown(str(value), lines=True), quote=True)
 
 
+def stamp(moment: datetime) -> str:
+    """A time for people, to the minute with its zone; the exact instant stays in the
+    `<time>` element's `datetime` for machines."""
+    return f'<time datetime="{esc(iso(moment))}">{esc(utc(moment))}</time>'
+
+
 def when(moment: datetime | None, now: datetime) -> str:
     """A time for people: "2026-11-28 17:00 UTC (3h ago)" / "(in 5h)", in a <time>."""
     if moment is None:
@@ -47,10 +53,7 @@ def when(moment: datetime | None, now: datetime) -> str:
         if abs(delta.total_seconds()) < 60
         else (f"in {humanize(delta)}" if delta.total_seconds() > 0 else f"{humanize(delta)} ago")
     )
-    return (
-        f'<time datetime="{esc(iso(moment))}">{esc(utc(moment))}</time>'
-        f' <span class="dim">({esc(relative)})</span>'
-    )
+    return f'{stamp(moment)} <span class="dim">({esc(relative)})</span>'
 
 
 CSS = """
@@ -94,12 +97,22 @@ table.log{border-collapse:collapse;width:100%;font-size:13px;table-layout:fixed}
 table.log td,table.log th{border-top:1px solid #e3e6ea;padding:4px;text-align:left;
 vertical-align:top;overflow-wrap:anywhere}
 table.log pre{white-space:pre-wrap;overflow-wrap:anywhere;margin:0;font-size:12px}
+@media (max-width:600px){table.log colgroup,table.log tr:first-child{display:none}
+table.log,table.log tbody,table.log tr{display:block}
+table.log tr{border-top:1px solid #e3e6ea;padding:4px 0}
+table.log td{display:inline-block;border:0;padding:0 8px 0 0}
+table.log td:nth-child(4){display:block;padding:2px 0}
+table.log td:empty{display:none}}
+#delete label{white-space:normal;overflow-wrap:anywhere}
+@media (max-width:600px){svg.chart text{font-size:21px}}
 pre.msg{white-space:pre-wrap;overflow-wrap:anywhere;margin:2px 0 0;font-size:12px;
 background:#f6f7f9;border-radius:6px;padding:4px 6px;max-height:6em;overflow:hidden;flex:1 1 100%}
 svg{display:block;width:100%;height:auto}
 .legend{display:flex;gap:12px;flex-wrap:wrap;font-size:13px}
 .sw{display:inline-block;width:10px;height:10px;border-radius:2px;margin-right:4px}
 .error{background:#fde2e1;color:#9b1c17;border-radius:7px;padding:6px 8px;margin:0 0 8px}
+.notice{background:#dcf5e3;color:#11632c;border-radius:7px;padding:6px 8px;margin:0 0 12px;
+overflow-wrap:anywhere}
 .signin{max-width:380px;margin:12vh auto 0}
 """
 

@@ -12,9 +12,9 @@ from datetime import datetime
 
 from reaper.core.models import Monitor, PingEvent
 from reaper.core.monitors import grace_of, timeout_of
-from reaper.core.units import humanize, iso
+from reaper.core.units import humanize
 from reaper.interfaces.readmodel import as_watchdog
-from reaper.interfaces.web.layout import document, esc, hidden, post_button, when
+from reaper.interfaces.web.layout import document, esc, hidden, post_button, stamp, when
 from reaper.interfaces.web.page import monitor_actions, monitor_line
 from reaper.settings.model import Settings
 
@@ -64,7 +64,7 @@ def _event_row(event: PingEvent) -> str:
     body = f"<pre>{esc(event.body)}</pre>" if event.body else ""
     note = f'<div class="small dim">{esc(event.note)}</div>' if event.note else ""
     return (
-        f"<tr><td>{event.seq}</td><td>{esc(iso(event.at))}</td><td>{esc(kind)}</td>"
+        f"<tr><td>{event.seq}</td><td>{stamp(event.at)}</td><td>{esc(kind)}</td>"
         f"<td>{body}{note}</td><td>{esc(event.client)}</td></tr>"
     )
 

@@ -14,10 +14,10 @@ from reaper.core.models import Instance
 from reaper.core.monitors import down_after, muted
 from reaper.core.policy import Outlook
 from reaper.core.snapshot import daily_spend
-from reaper.core.units import HOURS_PER_MONTH, humanize, iso, money
-from reaper.interfaces.readmodel import FleetView, Watchdog, saved_per_month
+from reaper.core.units import HOURS_PER_MONTH, humanize, money, utc
+from reaper.interfaces.readmodel import FleetView, Watchdog, listed_instance, saved_per_month
 from reaper.interfaces.web.chart import RUNNING_COLOUR, STORAGE_COLOUR, chart_summary, spend_chart
-from reaper.interfaces.web.layout import document, esc, post_button, when
+from reaper.interfaces.web.layout import document, esc, post_button, stamp, when
 from reaper.providers.plugins import label
 from reaper.settings.model import Settings
 
@@ -406,10 +406,29 @@ def _terminations(view: FleetView) -> str:
     )
 
 
-def status_page(view: FleetView, settings: Settings, csrf: str) -> bytes:
+def keep_notice(view: FleetView, *, kept: str | None, unkept: str | None) -> str:
+    """The line the page shows after its Keep or Unkeep button: what the store now holds for
+    that instance (nothing when the address names one the store does not bear out)."""
+    key = kept or unkept or ""
+    inst = listed_instance(view, key)
+    if inst is None:
+        return ""
+    name = f"{inst.name or inst.id} ({key})"
+    keep = view.kept.get(key)
+    if kept and keep is not None:
+        until = f"until {utc(keep.until)}" if keep.until else "until you unkeep it"
+        return f"Kept {name} {until}: no reap pass terminates it before then."
+    if unkept and keep is None:
+        return f"{name} is no longer kept: the next reap pass decides on it as on any other."
+    return ""
+
+
+def status_page(view: FleetView, settings: Settings, csrf: str, notice: str = "") -> bytes:
+    said = f'<p class="notice" id="notice" role="status">{esc(notice)}</p>' if notice else ""
     body = "".join(
         (
             _header(view, settings, csrf),
+            said,
             _tiles(view),
             _needs_you(view),
             _running(view),
@@ -419,7 +438,7 @@ def status_page(view: FleetView, settings: Settings, csrf: str) -> bytes:
             _terminations(view),
             _balances(view),
             _spend(view),
-            f'<p class="small dim">Page made {esc(iso(view.now))} from the store; it never asks '
+            f'<p class="small dim">Page made {stamp(view.now)} from the store; it never asks '
             "the providers.</p>",
         )
     )
@@ -430,6 +449,7 @@ __all__ = [
     "KEEP_CHOICES",
     "KEEP_FOR",
     "MUTE_FOR",
+    "keep_notice",
     "monitor_actions",
     "monitor_line",
     "status_page",

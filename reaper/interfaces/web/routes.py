@@ -25,7 +25,7 @@ import weakref
 from collections.abc import Awaitable, Callable, Mapping
 from datetime import datetime, timedelta
 from typing import TYPE_CHECKING
-from urllib.parse import parse_qsl
+from urllib.parse import parse_qsl, quote
 
 from reaper import log
 from reaper.core.heartbeat import HOST_RULE, valid_host
@@ -38,7 +38,7 @@ from reaper.interfaces.readmodel import listed_instance, read_view
 from reaper.interfaces.web.layout import HTML_HEADERS
 from reaper.interfaces.web.monitor_page import monitor_page, monitor_path
 from reaper.interfaces.web.origin import same_origin
-from reaper.interfaces.web.page import KEEP_FOR, MUTE_FOR, status_page
+from reaper.interfaces.web.page import KEEP_FOR, MUTE_FOR, keep_notice, status_page
 from reaper.interfaces.web.session import (
     TOKEN_PATTERN,
     Session,
@@ -171,7 +171,9 @@ async def home(request: Request, app: App, params: Mapping[str, str]) -> Respons
     if session is None:
         return _page(200, signin_page())
     view = read_view(app.store, settings, app.clock.now())
-    return _page(200, status_page(view, settings, session.csrf(settings.admin_key)))
+    done = dict(parse_qsl(request.query[:400]))
+    notice = keep_notice(view, kept=done.get("kept"), unkept=done.get("unkept"))
+    return _page(200, status_page(view, settings, session.csrf(settings.admin_key), notice))
 
 
 async def login(request: Request, app: App, params: Mapping[str, str]) -> Response:
@@ -289,8 +291,11 @@ def _instance_form(request: Request, app: App) -> tuple[dict[str, str], str] | R
     return bad if bad is not None else (form, key)
 
 
-def _anchor(key: str) -> str:
-    return "/#i-" + "".join(c if c.isalnum() or c in "-_" else "-" for c in key)
+def _anchor(key: str, done: str) -> str:
+    """Back to the instance on the page, which then says what was done (`done`: kept or
+    unkept); the page reads that from the store, so the address claims nothing itself."""
+    fragment = "".join(c if c.isalnum() or c in "-_" else "-" for c in key)
+    return f"/?{done}={quote(key, safe='')}#i-{fragment}"
 
 
 async def keep(request: Request, app: App, params: Mapping[str, str]) -> Response:
@@ -310,7 +315,7 @@ async def keep(request: Request, app: App, params: Mapping[str, str]) -> Respons
     until = now + length if length is not None else None
     keeping.keep(app.store, key, now=now, until=until, by=KEPT_BY, via=KEPT_BY)
     log.event("keep", instance=key, until=iso(until), by=KEPT_BY, result="kept")
-    return _see_other(_anchor(key))
+    return _see_other(_anchor(key, "kept"))
 
 
 async def unkeep(request: Request, app: App, params: Mapping[str, str]) -> Response:
@@ -321,7 +326,7 @@ async def unkeep(request: Request, app: App, params: Mapping[str, str]) -> Respo
     _form, key = asked
     ended = keeping.unkeep(app.store, key, now=app.clock.now(), by=KEPT_BY, via=KEPT_BY).done
     log.event("unkeep", instance=key, by=KEPT_BY, result="ended" if ended else "none")
-    return _see_other(_anchor(key))
+    return _see_other(_anchor(key, "unkept"))
 
 
 # --- a monitor's buttons: pause, resume, mute, unmute ----------------------------------------
