@@ -64,6 +64,9 @@ class Instance(BaseModel):
     cost_per_hour: float | None = None
     # The provider's lock flag: its owner asked that it never be stopped or reset; never touched.
     locked: bool = False
+    # The provider's tags, where it has them: like the name, a tag that carries the protect
+    # marker protects the instance.
+    tags: tuple[str, ...] = ()
     # The cluster of a cluster member: the provider cannot delete it on its own.
     cluster_id: str | None = None
     # GPU utilisation in percent (0-100), averaged over the instance's GPUs; None when unknown.

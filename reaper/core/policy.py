@@ -14,8 +14,8 @@ The rules, in the order they are applied to each instance:
    the future is unreadable (the recorded stretch is kept), never a restart.
 2. Only a stopped instance can be acted on. Everything else is left alone ("can't read it →
    assume busy").
-3. Protected (the marker in its name/label, the provider's lock, `reaper keep`, or a protection
-   field the provider's answer does not let us read) → `protect`.
+3. Protected (the marker in its name/label or one of its tags, the provider's lock, `reaper
+   keep`, or a protection field the provider's answer does not let us read) → `protect`.
 4. Within REAPER_WARN_BEFORE + REAPER_REAP_EVERY of its deadline, without a warning that
    licenses a termination → `warn`. A warning licenses only when it was sent in the same mode
    (an observe warning said "would be terminated") and reached a person (or
@@ -72,6 +72,8 @@ def protection_reason(inst: Instance, history: History, now: datetime, marker: s
         return f"locked on {inst.provider_label or inst.provider}"
     if marker and marker in inst.name:
         return f"name contains the protect marker {marker!r}"
+    if marker and any(marker in tag for tag in inst.tags):
+        return f"a tag contains the protect marker {marker!r}"
     kept = history.kept.get(inst.key)
     if kept is not None and kept.active(now):
         until = f" until {utc(kept.until)}" if kept.until else ""
