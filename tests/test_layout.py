@@ -13,7 +13,7 @@ import pytest
 ROOT = Path(__file__).resolve().parents[1]
 PACKAGE = ROOT / "reaper"
 # Every integration's name, as code or words would spell it.
-NAMES = re.compile(r"runpod|vast|telegram|bark|ntfy|slack|discord", re.IGNORECASE)
+NAMES = re.compile(r"runpod|vast|digitalocean|telegram|bark|ntfy|slack|discord", re.IGNORECASE)
 
 
 def module_name(path: Path) -> str:
