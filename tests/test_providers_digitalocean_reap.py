@@ -193,3 +193,17 @@ def test_reaper_keep_spares_a_droplet_by_its_id(tmp_path: Path) -> None:
         report = w.run()
         assert action_of(report, droplet) == "protect"
         assert w.deletes() == []
+
+
+def test_empty_re_lists_after_a_destroy_that_did_nothing_confirm_nothing(tmp_path: Path) -> None:
+    """DigitalOcean answered 204 but the droplet stays; every re-list after it answers an empty
+    fleet, which proves nothing while the active droplet beside it must still be there."""
+    with do_world(tmp_path, emulator={"delete_never_confirms": True}) as w:
+        droplet = w.do.add_droplet(status="off")
+        w.do.add_droplet(status="active", name="witness")
+        w.reach_deadline()
+        w.do.after_next("delete", lambda: w.do.empty_next("list", count=20))
+        report = w.run()
+        (action,) = [a for a in report.actions if a.id == str(droplet)]
+        assert action.done and not action.confirmed
+        assert report.exit_code == 1
