@@ -441,7 +441,8 @@ class DigitalOceanClient:
         what = "listing volumes"
         raws, total, _pages = await self._pages(what, _volume_listing, "volumes")
         volumes = [v for v in (_volume(raw, self.account) for raw in raws) if v is not None]
-        self._check_count(what, len(raws), total, "volumes")
+        distinct = {_volume_key(raw, n) for n, raw in enumerate(raws)}
+        self._check_count(what, len(distinct), total, "volumes")
         return volumes
 
     # --- errors ----------------------------------------------------------------------------
@@ -528,6 +529,12 @@ def _amount(value: object) -> float | None:
     except (ValueError, OverflowError):
         return None
     return number if math.isfinite(number) else None
+
+
+def _volume_key(raw: object, position: int) -> str:
+    """A volume's id for counting; an entry without one counts once, by its position."""
+    found = raw.get("id") if isinstance(raw, dict) else None
+    return f"id:{found}" if isinstance(found, str) else f"entry:{position}"
 
 
 def _volume(raw: object, account: str) -> Volume | None:
