@@ -147,6 +147,10 @@ def _populate(runpod: Any, vast: Any, state: str) -> None:
                     at=NOW - timedelta(hours=2),
                     heard=True,
                     mode="enforce",
+                    # A license for this stretch: issued two hours ago for the deadline an
+                    # hour ago (what the default settings announce), its window still open.
+                    stretch=NOW - timedelta(hours=48),
+                    issued_at=NOW - timedelta(hours=2),
                     terminate_at=NOW - timedelta(hours=1),
                 )
                 store.record_warning(key, warned)

@@ -23,7 +23,7 @@ from handlers import runtime
 from reaper import log
 from reaper.config import ConfigError
 from reaper.interfaces import views
-from reaper.passes.deadline import BACKSTOP_GRACE, pass_seconds
+from reaper.passes.deadline import BACKSTOP_GRACE, PassDeadline, pass_seconds
 from reaper.passes.reap import ReapReport, run_pass
 
 FUNCTION = "reap"
@@ -95,7 +95,13 @@ def handler(event: object, context: object = None) -> dict[str, Any]:
     try:
         store = runtime.store(settings, read_only=request.dry_run)
         pass_ = run_pass(
-            settings, store, dry_run=request.dry_run, max_terminations=request.max_terminations
+            settings,
+            store,
+            dry_run=request.dry_run,
+            max_terminations=request.max_terminations,
+            deadline=PassDeadline.start(
+                pass_seconds(settings.pass_deadline, remaining_seconds(context))
+            ),
         )
         report = asyncio.run(_bounded(pass_, limit))
     except PassStopped:

@@ -83,8 +83,18 @@ def audit_record(
 
 
 def warning(at: datetime, *, heard: bool = True, mode: str = "enforce") -> WarningRecord:
+    """A warning with every fact its license is checked against (`reaper.core.license`)."""
     return WarningRecord.model_validate(
-        {"at": at, "heard": heard, "mode": mode, "terminate_at": at + HOUR}
+        {
+            "at": at,
+            "heard": heard,
+            "mode": mode,
+            "terminate_at": at + HOUR,
+            "stretch": at - 23 * HOUR,
+            "issued_at": at - SECOND,
+            "ttl": 24 * HOUR,
+            "warn_before": HOUR,
+        }
     )
 
 
@@ -171,7 +181,12 @@ def termination_request(
     key: str = "runpod:pod-1", *, at: datetime = T0, expires_at: datetime = T0 + HOUR
 ) -> TerminationRequest:
     return TerminationRequest(
-        key=key, requested_at=at, by="action link", mode="enforce", expires_at=expires_at
+        key=key,
+        requested_at=at,
+        by="action link",
+        mode="enforce",
+        expires_at=expires_at,
+        stretch=at - 23 * HOUR,
     )
 
 
@@ -180,6 +195,9 @@ WRITES: dict[str, Callable[[Store], object]] = {
     "start_stopped_clock": lambda s: s.start_stopped_clock("k", T0),
     "reset_stopped_clock": lambda s: s.reset_stopped_clock("k"),
     "record_warning": lambda s: s.record_warning("k", warning(T0)),
+    "mark_warning_held": lambda s: s.mark_warning_held("k", T0, T0),
+    "mark_missing": lambda s: s.mark_missing("k", T0),
+    "clear_missing": lambda s: s.clear_missing("k"),
     "keep": lambda s: s.keep(KeptInstance(key="k", since=T0)),
     "unkeep": lambda s: s.unkeep("k"),
     "acquire_lease": lambda s: s.acquire_lease("reap", "me", T0, HOUR),
@@ -321,6 +339,108 @@ class StoreContract:
         store.record_warning("runpod:a", warning(T0 + 11 * HOUR))
         assert store.history().warnings["runpod:a"].at == T0 + 11 * HOUR
 
+    def test_a_warning_keeps_its_license_facts(self, store: Store) -> None:
+        store.start_stopped_clock("runpod:a", T0)
+        full = warning(T0 + 23 * HOUR).model_copy(update={"held_at": T0 + 25 * HOUR})
+        store.record_warning("runpod:a", full)
+        stored = store.history().warnings["runpod:a"]
+        assert stored == full
+        for moment in (stored.stretch, stored.issued_at, stored.held_at):
+            assert_utc(moment)
+
+    def test_a_new_warning_leaves_nothing_of_the_old_one(self, store: Store) -> None:
+        store.start_stopped_clock("runpod:a", T0)
+        store.record_warning("runpod:a", warning(T0 + HOUR))
+        assert store.mark_warning_held("runpod:a", T0 + HOUR, T0 + 2 * HOUR)
+        store.record_warning("runpod:a", warning(T0 + 3 * HOUR))
+        assert store.history().warnings["runpod:a"].held_at is None
+
+    def test_a_warning_without_its_license_facts_round_trips_as_such(self, store: Store) -> None:
+        """What an older reaper wrote: no stretch, no issue time. It licenses nothing."""
+        store.start_stopped_clock("runpod:a", T0)
+        old = WarningRecord(at=T0 + HOUR, heard=True, mode="enforce")
+        store.record_warning("runpod:a", old)
+        assert store.history().warnings["runpod:a"] == old
+
+    def test_a_hold_is_marked_only_on_the_warning_it_rests_on(self, store: Store) -> None:
+        store.start_stopped_clock("runpod:a", T0)
+        store.record_warning("runpod:a", warning(T0 + HOUR))
+        assert store.mark_warning_held("runpod:a", T0 + HOUR, T0 + 3 * HOUR) is True
+        assert store.history().warnings["runpod:a"].held_at == T0 + 3 * HOUR
+        assert store.mark_warning_held("runpod:a", T0 + 2 * HOUR, T0 + 4 * HOUR) is False
+        assert store.history().warnings["runpod:a"].held_at == T0 + 3 * HOUR
+
+    def test_a_hold_never_brings_back_a_dropped_warning(self, store: Store) -> None:
+        store.start_stopped_clock("runpod:a", T0)
+        store.record_warning("runpod:a", warning(T0 + HOUR))
+        store.keep(KeptInstance(key="runpod:a", since=T0 + 2 * HOUR))
+        assert store.mark_warning_held("runpod:a", T0 + HOUR, T0 + 3 * HOUR) is False
+        assert store.mark_warning_held("runpod:never", T0 + HOUR, T0 + 3 * HOUR) is False
+        assert store.history().warnings == {}
+
+    # --- a keep or an unkeep voids the warning ----------------------------------------------
+    def test_a_keep_drops_the_warning_of_its_instance_only(self, store: Store) -> None:
+        for key in ("runpod:a", "runpod:b"):
+            store.start_stopped_clock(key, T0)
+            store.record_warning(key, warning(T0 + HOUR))
+        store.keep(KeptInstance(key="runpod:a", since=T0 + 2 * HOUR, until=T0 + 3 * HOUR))
+        history = store.history()
+        assert set(history.warnings) == {"runpod:b"}
+        assert history.first_seen_stopped == {"runpod:a": T0, "runpod:b": T0}, "the clock stays"
+
+    def test_a_keep_or_an_unkeep_ends_a_terminate_now_request(self, store: Store) -> None:
+        store.request_termination(termination_request("runpod:a", expires_at=T0 + 24 * HOUR))
+        store.request_termination(termination_request("runpod:b", expires_at=T0 + 24 * HOUR))
+        store.keep(KeptInstance(key="runpod:a", since=T0 + MINUTE))
+        assert [r.key for r in store.termination_requests(T0)] == ["runpod:b"]
+        store.unkeep("runpod:b")
+        assert store.termination_requests(T0) == []
+
+    def test_an_unkeep_drops_the_warning_too(self, store: Store) -> None:
+        store.start_stopped_clock("runpod:a", T0)
+        store.keep(KeptInstance(key="runpod:a", since=T0, until=T0 + HOUR))
+        store.record_warning("runpod:a", warning(T0 + 2 * HOUR))
+        assert store.unkeep("runpod:a") is True
+        assert store.history().warnings == {}
+        store.record_warning("runpod:a", warning(T0 + 3 * HOUR))
+        assert store.unkeep("runpod:a") is False, "no keep to end"
+        assert store.history().warnings == {}
+
+    def test_a_keep_of_an_instance_without_a_stretch_records_only_the_keep(
+        self, store: Store
+    ) -> None:
+        store.keep(KeptInstance(key="runpod:a", since=T0))
+        history = store.history()
+        assert history.first_seen_stopped == {} and history.warnings == {}
+        assert set(history.kept) == {"runpod:a"}
+
+    # --- absence is not a restart -----------------------------------------------------------
+    def test_the_first_miss_is_kept_until_seen_again(self, store: Store) -> None:
+        store.start_stopped_clock("runpod:a", T0)
+        store.mark_missing("runpod:a", T0 + HOUR)
+        store.mark_missing("runpod:a", T0 + 2 * HOUR)
+        history = store.history()
+        assert history.missing_since == {"runpod:a": T0 + HOUR}
+        assert_utc(history.missing_since["runpod:a"])
+        assert history.first_seen_stopped == {"runpod:a": T0}
+        store.clear_missing("runpod:a")
+        assert store.history().missing_since == {}
+        store.mark_missing("runpod:a", T0 + 3 * HOUR)
+        assert store.history().missing_since == {"runpod:a": T0 + 3 * HOUR}
+
+    def test_a_miss_needs_a_recorded_stretch(self, store: Store) -> None:
+        store.mark_missing("runpod:nothing", T0)
+        store.clear_missing("runpod:nothing")
+        history = store.history()
+        assert history.missing_since == {} and history.first_seen_stopped == {}
+
+    def test_a_reset_forgets_the_miss(self, store: Store) -> None:
+        store.start_stopped_clock("runpod:a", T0)
+        store.mark_missing("runpod:a", T0 + HOUR)
+        store.reset_stopped_clock("runpod:a")
+        store.start_stopped_clock("runpod:a", T0 + 5 * HOUR)
+        assert store.history().missing_since == {}
+
     # --- last listings -----------------------------------------------------------------------
     def test_a_listing_per_account_replaces_the_one_before(self, store: Store) -> None:
         pod = Instance(
@@ -432,6 +552,20 @@ class StoreContract:
         store.release_lease("reap", "alice")
         assert store.acquire_lease("reap", "bob", T0, 10 * MINUTE) is True
 
+    def test_the_lease_holder_says_whose_and_until_when(self, store: Store) -> None:
+        assert store.lease_holder("reap") is None
+        assert store.acquire_lease("reap", "host-a:42:tok", T0, 2 * MINUTE)
+        holder = store.lease_holder("reap")
+        assert holder is not None
+        assert (holder.owner, holder.expires_at) == ("host-a:42:tok", T0 + 2 * MINUTE)
+        assert_utc(holder.expires_at)
+        assert store.lease_holder("other") is None
+        assert store.renew_lease("reap", "host-a:42:tok", T0 + MINUTE, 2 * MINUTE)
+        renewed = store.lease_holder("reap")
+        assert renewed is not None and renewed.expires_at == T0 + 3 * MINUTE
+        store.release_lease("reap", "host-a:42:tok")
+        assert store.lease_holder("reap") is None
+
     def test_leases_are_per_name(self, store: Store) -> None:
         assert store.acquire_lease("reap", "alice", T0, 10 * MINUTE)
         assert store.acquire_lease("watch", "bob", T0, 10 * MINUTE) is True
@@ -473,6 +607,17 @@ class StoreContract:
         assert stored.confirmed is True
         assert stored.requested_at == T0 + HOUR
         assert_utc(stored.requested_at)
+
+    def test_audit_keeps_whether_a_termination_was_announced(self, store: Store) -> None:
+        record = audit_record(confirmed=True).model_copy(update={"announced": False})
+        store.record_termination(record)
+        assert store.audit_log() == [record]
+        store.record_termination(record.model_copy(update={"announced": True}))
+        [again] = store.audit_log()
+        assert again.announced
+        settled = audit_record("pod-2", T0 + HOUR, result="not_sent")
+        store.record_termination(settled)
+        assert store.audit_log()[-1].result == "not_sent"
 
     def test_audit_is_oldest_first(self, store: Store) -> None:
         for hours in (5, 1, 3, 2, 4):

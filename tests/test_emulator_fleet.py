@@ -37,11 +37,11 @@ def test_the_example_loads_and_populates_both_emulators() -> None:
         assert inst is not None and inst["gpu_util"] == pytest.approx(0.88)
 
 
-def test_every_field_the_loader_takes_is_in_the_readme() -> None:
+def test_every_field_the_loader_takes_is_documented() -> None:
     from emulators import fleet
 
-    readme = (ROOT / "README.md").read_text(encoding="utf-8")
-    section = readme[readme.index("### `reaper emulate`") :]
+    page = (ROOT / "docs" / "demo.md").read_text(encoding="utf-8")
+    section = page[page.index("### `reaper emulate`") :]
     for name in (*fleet._POD_FIELDS, *fleet._INSTANCE_FIELDS, "accounts", "balances"):
         assert f"`{name}`" in section, name
 

@@ -11,6 +11,8 @@ import pytest
 
 from emulators import RunPodEmulator
 from handlers.reap import handler
+from reaper.config import Settings
+from reaper.core.license import announced_deadline
 from reaper.core.models import KeptInstance, WarningRecord
 from tests.aws_support import Account, aws_account, json_lines, scheduled_event
 
@@ -52,8 +54,16 @@ def test_a_scheduled_pass_records_in_dynamodb(account: Account, runpod: RunPodEm
     assert account.store().acquire_lease("reap", "someone-else", datetime.now(UTC), timedelta(1))
 
 
-def heard_warning(at: datetime) -> WarningRecord:
-    return WarningRecord(at=at, heard=True, mode="enforce")
+def heard_warning(at: datetime, stretch: datetime) -> WarningRecord:
+    """As a pass records it: for `stretch`, announcing the deadline the default settings give."""
+    return WarningRecord(
+        at=at,
+        heard=True,
+        mode="enforce",
+        stretch=stretch,
+        issued_at=at,
+        terminate_at=announced_deadline(stretch, at, Settings()),
+    )
 
 
 def test_a_dry_run_writes_nothing_and_calls_nothing_mutating(
@@ -62,8 +72,9 @@ def test_a_dry_run_writes_nothing_and_calls_nothing_mutating(
     """A pod due for termination (stopped 30h, warned 2h ago) is listed as such, untouched."""
     now = datetime.now(UTC)
     store = account.store()
-    store.start_stopped_clock("runpod:pod-stopped", now - timedelta(hours=30))
-    store.record_warning("runpod:pod-stopped", heard_warning(now - timedelta(hours=2)))
+    stretch = now - timedelta(hours=30)
+    store.start_stopped_clock("runpod:pod-stopped", stretch)
+    store.record_warning("runpod:pod-stopped", heard_warning(now - timedelta(hours=2), stretch))
     before = account.items()
 
     result = handler({"dry_run": True}, None)
@@ -78,8 +89,9 @@ def test_a_dry_run_writes_nothing_and_calls_nothing_mutating(
 def test_max_terminations_zero_holds(account: Account, runpod: RunPodEmulator) -> None:
     now = datetime.now(UTC)
     store = account.store()
-    store.start_stopped_clock("runpod:pod-stopped", now - timedelta(hours=30))
-    store.record_warning("runpod:pod-stopped", heard_warning(now - timedelta(hours=2)))
+    stretch = now - timedelta(hours=30)
+    store.start_stopped_clock("runpod:pod-stopped", stretch)
+    store.record_warning("runpod:pod-stopped", heard_warning(now - timedelta(hours=2), stretch))
     result = handler({"max_terminations": 0}, None)
     [action] = [a for a in result["actions"] if a["id"] == "pod-stopped"]
     assert action["action"] == "hold"
@@ -147,3 +159,22 @@ def test_kept_instances_are_protected(account: Account) -> None:
     result = handler({}, None)
     [action] = [a for a in result["actions"] if a["id"] == "pod-stopped"]
     assert action["action"] == "protect"
+
+
+def test_an_unknown_reaper_name_is_alerted_once_and_the_pass_goes_on(
+    account: Account, runpod: RunPodEmulator
+) -> None:
+    """On Lambda nobody reads a command's stderr, and the function never stops for a typo: the
+    first pass alerts once (a typo's default applies silently), the next ones do not repeat it,
+    and every pass runs."""
+    from tests.fakes.telegram import FAKE_CHAT, FAKE_TOKEN, TelegramFake
+
+    with TelegramFake() as telegram:
+        account.put_secret("TELEGRAM_BOT_TOKEN", FAKE_TOKEN)
+        account.put_secret("TELEGRAM_CHAT_ID", FAKE_CHAT)
+        account.setenv("TELEGRAM_API_URL", telegram.url)
+        account.setenv("REAPER_STOPED_TTL", "48h")
+        first, second = handler(scheduled_event(), None), handler(scheduled_event(), None)
+        assert first["ok"] is True and second["ok"] is True
+        titles = [m.text for m in telegram.messages if "REAPER_STOPED_TTL" in m.text]
+        assert len(titles) == 1 and "Unknown setting REAPER_STOPED_TTL" in titles[0]

@@ -116,3 +116,23 @@ def test_a_new_provider_is_one_package_and_one_registry_line() -> None:
         assert (package / "client.py").is_file()
     for name, path in CHANNELS.items():
         assert path == f"reaper.channels.{name}" and (PACKAGE / "channels" / f"{name}.py").is_file()
+
+
+# Where each step of a DELETE may be called from: a provider client's `terminate` only by the
+# effects (so a dry run never sends one), the effects' delete only by the one gate.
+DELETE_CALLS = {
+    re.compile(r"\.terminate\("): "reaper/passes/context.py",
+    re.compile(r"\beffects\.delete\("): "reaper/passes/gate.py",
+}
+
+
+def test_every_delete_goes_through_the_one_gate() -> None:
+    """`grep` finds no DELETE-issuing call outside the gate (and the effects it calls)."""
+    sources = [*PACKAGE.rglob("*.py"), *(ROOT / "handlers").rglob("*.py")]
+    found: dict[str, set[str]] = {}
+    for path in sources:
+        text = path.read_text(encoding="utf-8")
+        for pattern, home in DELETE_CALLS.items():
+            if pattern.search(text):
+                found.setdefault(home, set()).add(str(path.relative_to(ROOT)))
+    assert found == {home: {home} for home in DELETE_CALLS.values()}

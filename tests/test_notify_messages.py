@@ -64,7 +64,17 @@ def assert_phone_readable(alert: Alert) -> None:
     """One line of title; one line of body, except a folded list (one line per instance)."""
     assert alert.title.strip()
     assert "\n" not in alert.title
-    folded = alert.dedup_key.startswith(("termination_warnings", "would_terminate:", "heartbeat:"))
+    folded = alert.dedup_key.startswith(
+        (
+            "termination_warnings",
+            "would_terminate:",
+            "heartbeat:",
+            # Instances a person must look at, one line each with what it bills.
+            "needs_you:",
+            "cap_exceeded",
+            "no_channel_hold",
+        )
+    )
     if not folded:
         assert "\n" not in alert.body
     assert len(alert.title) <= 200
@@ -224,7 +234,36 @@ def test_provider_and_fleet_messages() -> None:
     assert "cap 10" in cap.title
     assert "--max-terminations" in cap.title
     assert "--max-terminations 14" in cap.body
-    assert "(+2 more)" in cap.body
+    # Each held instance is named with what it bills.
+    assert cap.body.count("- llama-finetune (runpod:abc123xyz): bills $0.040/h ($29.20/month)") == 3
+    assert cap.body.count("- sd-batch (vast:987654): bills $0.35/h ($255.50/month)") == 2
+    off = messages.cap_exceeded(2, 0, [RUNPOD, VAST], "REAPER_MAX_TERMINATIONS")
+    assert "terminations are off" in off.title and off.level == "warning"
+
+
+def test_needs_you_names_each_instance_what_it_bills_and_what_to_do() -> None:
+    one = messages.needs_you("cluster", [(RUNPOD, "a member of cluster 'c1'")])
+    assert_phone_readable(one)
+    assert one.title == (
+        "Needs you: llama-finetune (runpod:abc123xyz) is past its deadline and will not be reaped"
+    )
+    assert "bills $0.040/h ($29.20/month)" in one.body
+    assert "terminate the cluster in the console" in one.body
+    assert one.level == "critical" and one.event == "needs_you"
+    many = messages.needs_you(
+        "unreadable_protection",
+        [(RUNPOD, "protection cannot be read (`name` is null)"), (VAST, "`label` is missing")],
+    )
+    assert many.title.startswith("Needs you: 2 stopped instances")
+    assert "`name` is null" in many.body and "`label` is missing" in many.body
+    assert many.dedup_key != one.dedup_key
+
+
+def test_a_provider_clock_off_names_the_provider() -> None:
+    alert = messages.provider_clock_off("vast", "Vast", "vast's clock is 10m ahead")
+    assert_phone_readable(alert)
+    assert alert.title == "Vast's clock is off: nothing on Vast is decided"
+    assert alert.body.startswith("Vast's clock is 10m ahead.")
 
 
 def test_heartbeat_messages() -> None:
@@ -298,7 +337,10 @@ def _calls() -> dict[str, Callable[[], Alert]]:
             "vast", "1", "volumes", "HTTP 500", label="Vast"
         ),
         "clock_behind": lambda: messages.clock_behind("this clock is late"),
-        "no_channel_hold": lambda: messages.no_channel_hold(2, "TELEGRAM_BOT_TOKEN"),
+        "unknown_settings": lambda: messages.unknown_settings(["REAPER_STOPED_TTL"]),
+        "no_channel_hold": lambda: messages.no_channel_hold([RUNPOD, VAST], "TELEGRAM_BOT_TOKEN"),
+        "needs_you": lambda: messages.needs_you("cluster", [(RUNPOD, "a member of cluster 'c1'")]),
+        "provider_clock_off": lambda: messages.provider_clock_off("vast", "Vast", "it is off"),
         "terminated": lambda: messages.terminated(VAST, None),
         "termination_unconfirmed": lambda: messages.termination_unconfirmed(VAST),
         "would_terminate": lambda: messages.would_terminate(VAST),

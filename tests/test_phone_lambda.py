@@ -130,7 +130,11 @@ def test_terminate_now_through_the_webhook_on_dynamodb(
     # As the reap pass that first saw it stopped recorded it, with the pod's start time.
     store.start_stopped_clock(f"runpod:{pod}", now - timedelta(hours=23), started_at=started)
     terminate = PhoneAction(
-        kind="terminate", label="Terminate now", targets=(f"runpod:{pod}",), subject="trainer-7"
+        kind="terminate",
+        label="Terminate now",
+        targets=(f"runpod:{pod}",),
+        subject="trainer-7",
+        stretch=now - timedelta(hours=23),  # the stretch of the warning it came with
     )
     token = mint(store, (terminate,), now, ask_first=True)
     message = _message_with(telegram, "Terminate now", CALLBACK_PREFIX + token)

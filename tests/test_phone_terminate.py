@@ -285,6 +285,7 @@ def test_a_dry_run_request_pass_deletes_nothing(tmp_path: Path) -> None:
                 by="test",
                 mode="enforce",
                 expires_at=now.replace(year=now.year + 1),
+                stretch=store.history().first_seen_stopped[f"runpod:{pod}"],
             )
         )
 

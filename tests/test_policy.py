@@ -8,6 +8,7 @@ from datetime import UTC, datetime, timedelta
 import pytest
 
 from reaper.config import Settings
+from reaper.core.license import announced_deadline
 from reaper.core.models import History, Instance, KeptInstance, WarningRecord
 from reaper.core.policy import decide
 
@@ -34,10 +35,24 @@ def history(
     warned: dict[str, datetime] | None = None,
     kept: dict[str, KeptInstance] | None = None,
 ) -> History:
-    warnings = {
-        key: WarningRecord(at=at, heard=True, mode="enforce") for key, at in (warned or {}).items()
-    }
-    return History(first_seen_stopped=stopped or {}, warnings=warnings, kept=kept or {})
+    """Each warning as a pass records it: heard, in enforce mode, for the recorded stretch
+    (else the warning's own time), announcing the deadline SETTINGS give it then."""
+    stopped = stopped or {}
+    warnings = {key: warning_of(stopped.get(key, at), at) for key, at in (warned or {}).items()}
+    return History(first_seen_stopped=stopped, warnings=warnings, kept=kept or {})
+
+
+def warning_of(stretch: datetime, at: datetime, settings: Settings = SETTINGS) -> WarningRecord:
+    return WarningRecord(
+        at=at,
+        heard=True,
+        mode="enforce",
+        stretch=stretch,
+        issued_at=at,
+        terminate_at=announced_deadline(stretch, at, settings),
+        ttl=settings.stopped_ttl,
+        warn_before=settings.warn_before,
+    )
 
 
 def only(plan_decisions: list, key: str = "runpod:p1"):  # type: ignore[no-untyped-def]
@@ -105,7 +120,8 @@ def test_a_warning_from_this_same_moment_does_not_count_as_an_earlier_pass() -> 
 
 def test_a_warning_from_an_earlier_stretch_is_void() -> None:
     # Warned during a previous stretch, then restarted and stopped again (first seen 25h ago).
-    h = history(stopped={"runpod:p1": NOW - 25 * H}, warned={"runpod:p1": NOW - 26 * H})
+    earlier = {"runpod:p1": warning_of(NOW - 50 * H, NOW - 26 * H)}
+    h = history(stopped={"runpod:p1": NOW - 25 * H}).model_copy(update={"warnings": earlier})
     decision = only(decide([pod()], h, NOW, SETTINGS).decisions)
     assert decision is not None and decision.action == "warn"
 
@@ -134,7 +150,7 @@ def test_unknown_keeps_the_clock_and_is_never_acted_on(state: str) -> None:
 
 
 def test_unknown_then_stopped_again_continues_the_same_stretch() -> None:
-    h = history(stopped={"runpod:p1": NOW - 30 * H}, warned={"runpod:p1": NOW - 5 * H})
+    h = history(stopped={"runpod:p1": NOW - 30 * H}, warned={"runpod:p1": NOW - 2 * H})
     decide([pod(state="unknown")], h, NOW - 3 * H, SETTINGS)  # pure: nothing to record
     decision = only(decide([pod()], h, NOW, SETTINGS).decisions)
     assert decision is not None and decision.action == "terminate"
@@ -163,11 +179,18 @@ def test_locked_pods_are_protected() -> None:
     assert "locked" in decision.reason
 
 
-def test_reaper_keep_protects_until_it_expires() -> None:
+def test_reaper_keep_protects_until_it_expires_then_warns_anew() -> None:
+    """A keep recorded after the warning voids it: when the keep ends, a new warning."""
     kept = KeptInstance(key="runpod:p1", since=NOW - H, until=NOW + H)
     h = DUE.model_copy(update={"kept": {"runpod:p1": kept}})
     assert only(decide([pod()], h, NOW, SETTINGS).decisions).action == "protect"
-    assert only(decide([pod()], h, NOW + 2 * H, SETTINGS).decisions).action == "terminate"
+    assert only(decide([pod()], h, NOW + 2 * H, SETTINGS).decisions).action == "warn"
+
+
+def test_a_keep_recorded_before_the_warning_leaves_it_licensed() -> None:
+    kept = KeptInstance(key="runpod:p1", since=NOW - 10 * H, until=NOW - 5 * H)
+    h = DUE.model_copy(update={"kept": {"runpod:p1": kept}})
+    assert only(decide([pod()], h, NOW, SETTINGS).decisions).action == "terminate"
 
 
 def test_reaper_keep_without_an_end_protects_forever() -> None:

@@ -9,6 +9,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from reaper.config import Settings
+from reaper.core.license import announced_deadline
 from reaper.core.models import History, Instance, KeptInstance, WarningRecord
 from reaper.core.policy import decide
 from tests.settings_support import settings as settings_of
@@ -54,28 +55,36 @@ def instances(draw: st.DrawFn) -> Instance:
 
 
 @st.composite
+def warning_records(draw: st.DrawFn, stretch: datetime | None, config: Settings) -> WarningRecord:
+    """Warnings anywhere: before the stretch, inside it, even "now" or in the future; for this
+    stretch or another, announcing the deadline the settings give or another, held or not, or
+    an old record that names no stretch."""
+    at = NOW - draw(offsets) + timedelta(hours=draw(st.integers(0, 1)))
+    issued = at - timedelta(seconds=draw(st.integers(0, 120)))
+    bound = draw(st.sampled_from([stretch, NOW - draw(offsets), None]))
+    announced = (
+        announced_deadline(bound, issued, config)
+        if bound is not None and draw(st.booleans())
+        else at + timedelta(minutes=draw(st.integers(-600, 600)))
+    )
+    return WarningRecord(
+        at=at,
+        heard=draw(st.booleans()),
+        mode=draw(st.sampled_from(["enforce", "observe"])),
+        terminate_at=announced,
+        stretch=bound,
+        issued_at=issued if bound is not None else None,
+        ttl=config.stopped_ttl,
+        warn_before=config.warn_before,
+        held_at=draw(st.none() | offsets.map(lambda o: NOW - o)),
+    )
+
+
+@st.composite
 def scenarios(draw: st.DrawFn) -> tuple[list[Instance], History, Settings]:
-    fleet = draw(st.lists(instances(), max_size=25, unique_by=lambda i: i.key))
-    stopped: dict[str, datetime] = {}
-    warned: dict[str, WarningRecord] = {}
-    kept: dict[str, KeptInstance] = {}
-    for inst in fleet:
-        if draw(st.booleans()):
-            stopped[inst.key] = NOW - draw(offsets)
-        if draw(st.booleans()):
-            # Warnings anywhere: before the stretch, inside it, even "now" or in the future.
-            warned[inst.key] = WarningRecord(
-                at=NOW - draw(offsets) + timedelta(hours=draw(st.integers(0, 1))),
-                heard=draw(st.booleans()),
-                mode=draw(st.sampled_from(["enforce", "observe"])),
-            )
-        if draw(st.integers(0, 4)) == 0:
-            until = draw(
-                st.sampled_from([None, NOW - timedelta(hours=1), NOW + timedelta(hours=1)])
-            )
-            kept[inst.key] = KeptInstance(key=inst.key, since=NOW - timedelta(days=1), until=until)
     ttl = timedelta(hours=draw(st.integers(1, 72)))
     warn_before = timedelta(minutes=draw(st.integers(1, int(ttl.total_seconds() // 60) - 1)))
+    fleet = draw(st.lists(instances(), max_size=25, unique_by=lambda i: i.key))
     config = settings_of(
         stopped_ttl=ttl,
         warn_before=warn_before,
@@ -87,6 +96,20 @@ def scenarios(draw: st.DrawFn) -> tuple[list[Instance], History, Settings]:
         telegram_bot_token=draw(st.sampled_from([None, "123:abc"])),
         telegram_chat_id="42",
     )
+    stopped: dict[str, datetime] = {}
+    warned: dict[str, WarningRecord] = {}
+    kept: dict[str, KeptInstance] = {}
+    for inst in fleet:
+        if draw(st.booleans()):
+            stopped[inst.key] = NOW - draw(offsets)
+        if draw(st.booleans()):
+            warned[inst.key] = draw(warning_records(stopped.get(inst.key), config))
+        if draw(st.integers(0, 4)) == 0:
+            until = draw(
+                st.sampled_from([None, NOW - timedelta(hours=1), NOW + timedelta(hours=1)])
+            )
+            since = draw(st.sampled_from([NOW - timedelta(days=1), NOW - timedelta(hours=2)]))
+            kept[inst.key] = KeptInstance(key=inst.key, since=since, until=until)
     history = History(first_seen_stopped=stopped, warnings=warned, kept=kept)
     return fleet, history, config
 
@@ -131,6 +154,18 @@ def test_nothing_unsafe_is_ever_terminated(
         assert warning.at + config.warn_before <= NOW
         assert warning.mode == "enforce"
         assert warning.heard or not config.require_channel
+        # ... issued for this very stretch, announcing the deadline the settings still give,
+        # that deadline come, and its window not over.
+        assert warning.stretch == inst.stopped_since and warning.issued_at is not None
+        assert warning.terminate_at == announced_deadline(
+            inst.stopped_since, warning.issued_at, config
+        )
+        assert warning.terminate_at <= NOW
+        deadline = max(warning.terminate_at, warning.at + config.warn_before)
+        last = max(deadline, warning.held_at or deadline)
+        assert last + config.warn_before + config.reap_every >= NOW
+        kept = history.kept.get(key)
+        assert kept is None or kept.since < warning.issued_at
 
 
 @settings(max_examples=300, deadline=None)
@@ -246,7 +281,16 @@ def test_a_stopped_pod_is_gone_at_most_one_period_after_its_deadline(
         decision = plan.decisions[0] if plan.decisions else None
         if decision is not None and decision.action == "warn":
             delivered = now + timedelta(seconds=delivery_s)
-            warnings[pod.key] = WarningRecord(at=delivered, heard=True, mode="enforce")
+            stretch = decision.instance.stopped_since
+            assert stretch is not None
+            warnings[pod.key] = WarningRecord(
+                at=delivered,
+                heard=True,
+                mode="enforce",
+                stretch=stretch,
+                issued_at=now,
+                terminate_at=announced_deadline(stretch, now, config),
+            )
         if decision is not None and decision.action == "terminate":
             since = stopped[pod.key]
             assert now >= since + ttl

@@ -272,6 +272,46 @@ def test_a_version_1_file_is_migrated_and_its_warnings_license_nothing(db_path: 
     conn.close()
 
 
+def test_a_version_2_file_is_migrated_and_its_warnings_license_nothing(db_path: Path) -> None:
+    """A heard enforce warning written before the store kept its stretch cannot tell which
+    stopped stretch it was for: after the upgrade it licenses nothing (the next pass warns
+    anew), and the new columns are there to write."""
+    from reaper.config import Settings
+    from reaper.core.license import Void, license_for
+
+    SQLiteStore(str(db_path)).close()
+    conn = sqlite3.connect(db_path)
+    for table, column in (
+        ("stopped_clock", "missing_since"),
+        ("warnings", "stretch"),
+        ("warnings", "issued_at"),
+        ("warnings", "ttl"),
+        ("warnings", "warn_before"),
+        ("warnings", "held_at"),
+    ):
+        conn.execute(f"ALTER TABLE {table} DROP COLUMN {column}")
+    conn.execute("DROP TABLE sessions")  # version 4's
+    conn.execute(
+        "INSERT INTO stopped_clock VALUES ('runpod:a', '2026-03-01T12:00:00.000000Z', NULL)"
+    )
+    conn.execute(
+        "INSERT INTO warnings VALUES ('runpod:a', '2026-03-02T11:00:00.000000Z', 1, 'enforce',"
+        " '2026-03-02T12:00:00.000000Z')"
+    )
+    conn.execute("PRAGMA user_version = 2")
+    conn.commit()
+    conn.close()
+    store = SQLiteStore(str(db_path))
+    history = store.history()
+    old = history.warnings["runpod:a"]
+    assert (old.heard, old.mode, old.stretch, old.issued_at) == (True, "enforce", None, None)
+    found = license_for("runpod:a", T0, history, T0 + 24 * HOUR, Settings())
+    assert isinstance(found, Void) and found.kind == "legacy"
+    store.mark_missing("runpod:a", T0 + HOUR)
+    assert store.history().missing_since == {"runpod:a": T0 + HOUR}
+    store.close()
+
+
 def test_closed_store_refuses_use(tmp_path: Path) -> None:
     store = SQLiteStore(str(tmp_path / "s.db"))
     store.close()

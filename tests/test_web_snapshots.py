@@ -140,7 +140,7 @@ def _stopped(name: str = "job", **extra: object) -> Instance:
 
 
 def test_the_outlook_is_the_policy_s_answer_with_its_time() -> None:
-    settings = settings_of()
+    settings = settings_of(stopped_ttl=30 * HOUR)
     now = START
     since = now - 2 * HOUR
     fresh = _stopped("fresh")
@@ -152,7 +152,12 @@ def test_the_outlook_is_the_policy_s_answer_with_its_time() -> None:
         kept={"p:kept": KeptInstance(key="p:kept", since=now, until=now + 24 * HOUR)},
         warnings={
             "p:warned": WarningRecord(
-                at=since + HOUR, heard=True, mode="enforce", terminate_at=since + 30 * HOUR
+                at=since + HOUR,
+                heard=True,
+                mode="enforce",
+                stretch=since,
+                issued_at=since + HOUR,
+                terminate_at=since + 30 * HOUR,
             )
         },
     )
@@ -166,7 +171,7 @@ def test_the_outlook_is_the_policy_s_answer_with_its_time() -> None:
     assert found["warned"].terminate_at == since + 30 * HOUR, "the time the warning announced"
     assert found["marked reaper:keep"].kind == "protect"
     # Near the deadline the policy warns: the outlook says when that warning says.
-    late = outlook([fresh], history, since + 23 * HOUR + 30 * 60 * timedelta(seconds=1), settings)
+    late = outlook([fresh], history, since + 29 * HOUR + 30 * 60 * timedelta(seconds=1), settings)
     assert late[0].kind == "warn" and late[0].terminate_at is not None
 
 
@@ -175,7 +180,16 @@ def test_the_outlook_names_the_cap_when_it_holds() -> None:
     pod = _stopped("capped")
     history = History(
         first_seen_stopped={pod.key: START - 30 * HOUR},
-        warnings={pod.key: WarningRecord(at=START - 7 * HOUR, heard=True, mode="enforce")},
+        warnings={
+            pod.key: WarningRecord(
+                at=START - 2 * HOUR,
+                heard=True,
+                mode="enforce",
+                stretch=START - 30 * HOUR,
+                issued_at=START - 2 * HOUR,
+                terminate_at=START - HOUR,  # what the default settings announce then
+            )
+        },
     )
     [item] = outlook([pod], history, START, settings)
     assert item.kind == "hold" and "REAPER_MAX_TERMINATIONS=0" in item.reason

@@ -14,10 +14,11 @@ do. Provider words come with the instance (`provider_label`, `name_field`,
 from __future__ import annotations
 
 import hashlib
+from collections.abc import Sequence
 from datetime import datetime, timedelta
 
 from reaper.core.leaks import IDLE_UTIL_PERCENT, Finding, leak_bills
-from reaper.core.models import Alert, AlertLevel, Instance, PhoneAction
+from reaper.core.models import Alert, AlertLevel, Exemption, Instance, PhoneAction
 from reaper.core.units import HOURS_PER_MONTH, humanize, money, utc, weekday_time
 
 _NAME_MAX = 60
@@ -267,20 +268,90 @@ def provider_failing(provider: str, label: str, account: str, message: str) -> A
     )
 
 
+def _bill_lines(instances: list[Instance], shown: int = 20) -> str:
+    """One line per instance with what it bills ($/h and per month), at most `shown`."""
+    lines = [f"- {label(i)}: bills {_bills(i)}" for i in instances[:shown]]
+    if len(instances) > shown:
+        lines.append(f"- (+{len(instances) - shown} more)")
+    return "\n".join(lines)
+
+
 def cap_exceeded(due: int, cap: int, instances: list[Instance], source: str) -> Alert:
     """`source` names what set the cap (REAPER_MAX_TERMINATIONS or --max-terminations)."""
-    shown = ", ".join(label(i) for i in instances[:3])
-    more = f" (+{len(instances) - 3} more)" if len(instances) > 3 else ""
+    if cap == 0:
+        return Alert(
+            title=f"Reaper held back {due} due terminations ({source}=0: terminations are off)",
+            body=(
+                f"Nothing was terminated, as {source}=0 asks. Due, and billing:\n"
+                f"{_bill_lines(instances)}\nThis alert is not repeated until none is due."
+            ),
+            level="warning",
+            event="cap_exceeded",
+            dedup_key="cap_exceeded",
+        )
     return Alert(
         title=f"Reaper held back {due} due terminations (cap {cap}, {source})",
         body=(
             f"Nothing was terminated. If they really are leftovers, run `reaper reap"
-            f" --max-terminations {due}` or raise REAPER_MAX_TERMINATIONS. Due: {shown}{more}."
-            " This alert is not repeated until the cap no longer holds."
+            f" --max-terminations {due}` or raise REAPER_MAX_TERMINATIONS. Due, and billing:\n"
+            f"{_bill_lines(instances)}\nThis alert is not repeated until the cap no longer"
+            " holds; every pass exits 1 while it does."
         ),
         level="critical",
         event="cap_exceeded",
         dedup_key="cap_exceeded",
+    )
+
+
+# What to do about each exemption, for its alert.
+_EXEMPTION_ADVICE: dict[Exemption, str] = {
+    "unreadable_protection": (
+        "The provider's answer does not let reaper read the field that may protect it, so it"
+        " counts as protected and is never terminated. Check it in the console: terminate it"
+        " there, or protect it on purpose (`reaper keep <provider>:<id> --for forever`)."
+    ),
+    "cluster": (
+        "The pod endpoints cannot delete a cluster member: terminate the cluster in the"
+        " console (or keep it on purpose with `reaper keep`)."
+    ),
+    "cap": "The termination cap holds it back: see the cap's own alert.",
+    "no_channel": "No alert channel reaches a person: see the no-channel alert.",
+}
+
+
+def needs_you(kind: Exemption, items: list[tuple[Instance, str]]) -> Alert:
+    """Stopped instances past their deadline that reaper will not terminate, for a reason a
+    person may not intend (`kind`), each with why and what it bills. Sent once per instance and
+    episode; every pass exits 1 while one lasts."""
+    instances = [inst for inst, _why in items]
+    if len(items) == 1:
+        title = f"Needs you: {label(instances[0])} is past its deadline and will not be reaped"
+    else:
+        title = f"Needs you: {len(items)} stopped instances past their deadline will not be reaped"
+    lines = [f"- {label(i)}: bills {_bills(i)}; {why}" for i, why in items[:20]]
+    if len(items) > 20:
+        lines.append(f"- (+{len(items) - 20} more)")
+    return Alert(
+        title=title,
+        body="\n".join([*lines, _EXEMPTION_ADVICE[kind]]),
+        level="critical",
+        event="needs_you",
+        dedup_key=f"needs_you:{kind}:" + ",".join(sorted(i.key for i in instances)),
+        url=instances[0].console_url if len(items) == 1 else None,
+    )
+
+
+def provider_clock_off(provider: str, label: str, message: str) -> Alert:
+    """`label`: the provider's display name; `message`: both clocks, in a line."""
+    return Alert(
+        title=f"{label}'s clock is off: nothing on {label} is decided",
+        body=(
+            f"{message[0].upper()}{message[1:]}. The other providers go on; this alert is not"
+            " repeated until the clocks agree again."
+        ),
+        level="critical",
+        event="provider_clock_off",
+        dedup_key=f"provider_clock_off:{provider}",
     )
 
 
@@ -396,13 +467,29 @@ def clock_behind(problem: str) -> Alert:
     )
 
 
-def no_channel_hold(count: int, channel_hint: str) -> Alert:
+def unknown_settings(names: Sequence[str]) -> Alert:
+    """REAPER_* names the settings do not know: each a setting whose default applies."""
+    listed = ", ".join(names)
+    return Alert(
+        title=f"Unknown setting{'s' if len(names) > 1 else ''} {listed}: ignored",
+        body=(
+            f"reaper does not know {listed}: a misspelt name is not read, and the default of the"
+            " setting meant applies (REAPER_STOPED_TTL=48h leaves the 24h TTL). Fix the name"
+            " in the deployment, or set REAPER_ALLOW_UNKNOWN=true if it is meant."
+        ),
+        level="warning",
+        event="unknown_settings",
+        dedup_key="unknown_settings",
+    )
+
+
+def no_channel_hold(instances: list[Instance], channel_hint: str) -> Alert:
     """Written to the log only (no channel reaches anyone): why terminations wait."""
     return Alert(
-        title=f"{count} due terminations held: no alert channel reaches a person",
+        title=f"{len(instances)} due terminations held: no alert channel reaches a person",
         body=(
             f"Configure {channel_hint}, or set REAPER_REQUIRE_CHANNEL=false to accept warnings"
-            " written only to the log."
+            f" written only to the log. Held, and billing:\n{_bill_lines(instances)}"
         ),
         level="critical",
         event="no_channel_hold",
@@ -674,7 +761,11 @@ def warning_actions(inst: Instance, *, observe: bool = False) -> tuple[PhoneActi
     if not observe:
         actions.append(
             PhoneAction(
-                kind="terminate", label="Terminate now", targets=(inst.key,), subject=subject
+                kind="terminate",
+                label="Terminate now",
+                targets=(inst.key,),
+                subject=subject,
+                stretch=inst.stopped_since,
             )
         )
     return tuple(actions)
@@ -710,6 +801,7 @@ def fold_actions(instances: list[Instance], *, observe: bool = False) -> tuple[P
                     label=f"Terminate {short}",
                     targets=(inst.key,),
                     subject=subject,
+                    stretch=inst.stopped_since,
                 )
             )
     return tuple(actions)

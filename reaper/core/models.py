@@ -122,13 +122,22 @@ class KeptInstance(BaseModel):
 
 
 class WarningRecord(BaseModel):
-    """A termination warning as it went out.
+    """A termination warning as it went out: the facts its license is checked against
+    (`reaper.core.license`).
 
-    `at` is when it was *delivered* (the notice runs from then, not from the pass's start);
-    `heard` is whether it reached a channel a person reads rather than only the
-    log; `mode` is the mode of the pass that sent it: an observe warning said "would be
-    terminated" and never licenses a termination in enforce mode. `terminate_at` is the time
-    the warning announced.
+    `stretch` is the stopped stretch it was issued for (the instance's `stopped_since` as the
+    policy computed it): a warning binds to that exact stretch. `at` is when it was
+    *delivered* (the notice runs from then, not from the pass's start); `heard` is whether it
+    reached a channel a person reads rather than only the log; `mode` is the mode of the pass
+    that sent it: an observe warning said "would be terminated" and never licenses a
+    termination in enforce mode. `terminate_at` is the deadline it announced, computed at
+    `issued_at` (the clock right before it was sent) under `ttl` and `warn_before`: settings
+    that would give another deadline now void it. `held_at`: the last pass in which the
+    termination cap (or observe mode) held back the termination it licenses — while that
+    goes on, the license does not go stale.
+
+    Records written before these facts were kept have no `stretch` or `issued_at`: they license
+    nothing (the next pass warns anew, the safe direction).
     """
 
     model_config = ConfigDict(frozen=True, defer_build=True)
@@ -137,6 +146,11 @@ class WarningRecord(BaseModel):
     heard: bool
     mode: Literal["enforce", "observe"]
     terminate_at: datetime | None = None
+    stretch: datetime | None = None
+    issued_at: datetime | None = None
+    ttl: timedelta | None = None
+    warn_before: timedelta | None = None
+    held_at: datetime | None = None
 
 
 class History(BaseModel):
@@ -159,6 +173,17 @@ class History(BaseModel):
     # "Terminate now" asked from the phone, by instance key (filled by the pass from the
     # store's open requests; a request counts only in the stretch and the mode it was made in).
     requests: dict[str, TerminationRequest] = Field(default_factory=dict)
+    # When a complete, trustworthy listing first missed a recorded stretch's instance: one miss
+    # is no proof that it is gone (see `reaper.passes.reap._absences`).
+    missing_since: dict[str, datetime] = Field(default_factory=dict)
+
+
+# Why a stopped instance past its deadline is not terminated, when a person may not intend it:
+# its protection cannot be read, it is a cluster member the pod endpoints cannot delete, the
+# termination cap holds it back, or no channel reaches a person. Each is alerted and makes the
+# pass exit 1 (README "No silent exemption"); a deliberate choice (a keep, the marker, the
+# lock, REAPER_MAX_TERMINATIONS=0, observe mode) is none of these.
+Exemption = Literal["unreadable_protection", "cluster", "cap", "no_channel"]
 
 
 class Decision(BaseModel):
@@ -171,6 +196,12 @@ class Decision(BaseModel):
     reason: str
     # When the instance becomes (or became) due for termination; None when not stopped.
     due_at: datetime | None = None
+    # Set when the instance is past its deadline and left alone for a reason a person may not
+    # intend: the pass, the views and the status page read this one fact.
+    exempt: Exemption | None = None
+    # The delivery time of the warning whose license this decision rests on (a termination, or
+    # a hold by the cap or observe mode): the pass marks that warning held.
+    licensed_by: datetime | None = None
 
 
 class ClockChange(BaseModel):
@@ -203,6 +234,8 @@ class Plan(BaseModel):
     # True when more terminations were due than REAPER_MAX_TERMINATIONS allows: all are `hold`.
     cap_exceeded: bool = False
     due_count: int = 0
+    # The keys of the instances the cap held back.
+    capped: list[str] = Field(default_factory=list)
 
 
 class AuditRecord(BaseModel):
@@ -219,11 +252,17 @@ class AuditRecord(BaseModel):
     stopped_since: datetime | None = None
     cost_per_hour: float | None = None
     # "requested" (written before the call, so a crash mid-call still leaves a record),
-    # "deleted" (2xx), "not_found" (already gone), "failed" (error, see detail).
-    result: Literal["requested", "deleted", "not_found", "failed"]
+    # "deleted" (2xx), "not_found" (already gone), "failed" (error, see detail), "not_sent"
+    # (left `requested` by a pass that died, and the next pass still listed the instance in the
+    # same stretch: the delete never took effect — no termination).
+    result: Literal["requested", "deleted", "not_found", "failed", "not_sent"]
     detail: str = ""
     confirmed: bool = False
     confirmed_at: datetime | None = None
+    # Whether the "Terminated …" alert of a confirmed termination went out. Written False with
+    # the record and True once sent, so that a process that dies in between leaves it for the
+    # next pass to send. Records from before this field were announced when they were written.
+    announced: bool = True
 
     @property
     def key(self) -> str:
@@ -276,6 +315,9 @@ class PhoneAction(BaseModel):
     url: str | None = None
     callback: str | None = None
     link: str | None = None
+    # `terminate`: the stopped stretch of the warning it came with. A press counts only while
+    # the instance is stopped in that same stretch: after a restart it is refused.
+    stretch: datetime | None = None
 
     def bare(self) -> PhoneAction:
         """The action without its handles: what a grant stores."""
@@ -327,8 +369,9 @@ class ActionRecord(BaseModel):
 
 class TerminationRequest(BaseModel):
     """A "terminate now" from the phone, waiting for a pass to carry it out with every check of
-    a reap pass. It counts only in the stopped stretch it was asked in (asked at or after the
-    stretch began), in the mode it was asked in, and until `expires_at`."""
+    a reap pass. It counts only in the stopped stretch its warning was issued for (`stretch`;
+    None, from an older reaper, counts in none), in the mode it was asked in, and until
+    `expires_at`."""
 
     model_config = ConfigDict(frozen=True, defer_build=True)
 
@@ -337,6 +380,7 @@ class TerminationRequest(BaseModel):
     by: str
     mode: Literal["enforce", "observe"]
     expires_at: datetime
+    stretch: datetime | None = None
 
 
 class Alert(BaseModel):

@@ -3,8 +3,8 @@
 No I/O happens here, and nothing here reads a clock: that is what lets the property tests
 throw thousands of generated fleets and histories at it and check that the safety rules hold
 for every one (README "Safety rules"). The reap pass does the listing, the recording and the
-acting — and asks this module again, with a fresh reading, right before each delete
-(`recheck`).
+acting — and the one gate (`passes.gate`) asks this module again, with a fresh reading, right
+before each delete (`recheck`).
 
 The rules, in the order they are applied to each instance:
 1. The stopped clock. Running or starting resets it (and voids the stretch's warnings); stopped
@@ -15,19 +15,22 @@ The rules, in the order they are applied to each instance:
 2. Only a stopped instance can be acted on. Everything else is left alone ("can't read it →
    assume busy").
 3. Protected (the marker in its name/label or one of its tags, the provider's lock, `reaper
-   keep`, or a protection field the provider's answer does not let us read) → `protect`.
-4. Within REAPER_WARN_BEFORE + REAPER_REAP_EVERY of its deadline, without a warning that
-   licenses a termination → `warn`. A warning licenses only when it was sent in the same mode
-   (an observe warning said "would be terminated") and reached a person (or
-   REAPER_REQUIRE_CHANNEL=false).
-5. Asked from the phone ("terminate now", a request of this stretch and mode) → `terminate`
-   without waiting for the deadline: the person who asked read the warning. Everything else
-   still holds (stopped, unprotected, not kept, cluster members and observe mode `hold`, the
-   cap counts it, and the fresh reading right before the delete is asked again).
-6. Due → `terminate`, but only after a licensing warning delivered in an earlier pass of the
-   same stretch, and never sooner than REAPER_WARN_BEFORE after its delivery. Cluster members,
-   observe mode and a warning nobody could hear → `hold`.
-7. More terminations due than the cap (over all accounts) → every one of them `hold`.
+   keep`, or a protection field the provider's answer does not let us read) → `protect`. Past
+   its deadline with only an unreadable field protecting it, that is an exemption a person
+   must hear of.
+4. Asked from the phone ("terminate now", a request bound to this stretch, in this mode) →
+   `terminate` without waiting for the deadline: the person who asked read the warning.
+   Everything else still holds (stopped, unprotected, not kept, cluster members and observe
+   mode `hold`, the cap counts it, and the gate asks again right before the delete).
+5. A cluster member is never warned (the pod endpoints cannot delete it); past its deadline it
+   is `hold`, an exemption.
+6. Without a license (`core.license`) → `warn` once within REAPER_WARN_BEFORE +
+   REAPER_REAP_EVERY of the deadline, announcing a deadline at least the full notice away. A
+   warning written only to the log, with REAPER_REQUIRE_CHANNEL=true and no channel that
+   reaches a person, is not repeated: past the deadline the instance is `hold`, an exemption.
+7. Licensed and at or past the license's deadline → `terminate`; observe mode → `hold`.
+8. More terminations due than the cap (over all accounts) → every one of them `hold` (an
+   exemption, unless the cap is 0: a person turned terminations off).
 """
 
 from __future__ import annotations
@@ -39,14 +42,15 @@ from typing import Literal
 from pydantic import BaseModel, ConfigDict
 
 from reaper.config import Settings
+from reaper.core.license import License, Void, license_for
 from reaper.core.models import (
     ClockChange,
     Decision,
+    Exemption,
     History,
     Instance,
     Plan,
     TerminationRequest,
-    WarningRecord,
 )
 from reaper.core.units import humanize, utc
 
@@ -54,6 +58,9 @@ from reaper.core.units import humanize, utc
 RESETTING_STATES = frozenset({"running", "starting"})
 
 NO_CHANNEL_REASON = "no warning reached a person: no alert channel is configured"
+CLUSTER_REASON = (
+    "the pod endpoints cannot delete a cluster member: terminate the cluster in the console"
+)
 
 
 def no_channel_reason(settings: Settings) -> str:
@@ -72,7 +79,7 @@ def protection_reason(inst: Instance, history: History, now: datetime, marker: s
         return f"locked on {inst.provider_label or inst.provider}"
     if marker and marker in inst.name:
         return f"name contains the protect marker {marker!r}"
-    if marker and any(marker in tag for tag in inst.tags):
+    if _tagged(inst, marker):
         return f"a tag contains the protect marker {marker!r}"
     kept = history.kept.get(inst.key)
     if kept is not None and kept.active(now):
@@ -81,47 +88,51 @@ def protection_reason(inst: Instance, history: History, now: datetime, marker: s
     return None
 
 
-def stretch_warning(
-    inst_key: str, stopped_since: datetime, history: History
-) -> WarningRecord | None:
-    """The warning of this stretch: sent at or after the stretch began. Warnings from an earlier
-    stretch (before a restart) are void."""
-    warning = history.warnings.get(inst_key)
-    if warning is None or warning.at < stopped_since:
-        return None
-    return warning
+def unreadable_exemption(inst: Instance, history: History, now: datetime, marker: str) -> bool:
+    """Protected only because a protection field cannot be read: not also by the lock, the
+    marker or an active keep (a deliberate protection is no exemption)."""
+    kept = history.kept.get(inst.key)
+    deliberate = (
+        inst.locked
+        or (bool(marker) and marker in inst.name)
+        or _tagged(inst, marker)
+        or (kept is not None and kept.active(now))
+    )
+    return inst.protection_unreadable is not None and not deliberate
 
 
-def licenses(warning: WarningRecord | None, settings: Settings) -> bool:
-    """Whether a warning of this stretch may be followed by a termination: sent in this mode,
-    and heard by a person unless REAPER_REQUIRE_CHANNEL=false."""
-    if warning is None or warning.mode != settings.mode:
-        return False
-    return warning.heard or not settings.require_channel
+def _tagged(inst: Instance, marker: str) -> bool:
+    """One of the provider's tags carries the protect marker (tags protect like the name)."""
+    return bool(marker) and any(marker in tag for tag in inst.tags)
 
 
 def stretch_request(
     inst_key: str, stopped_since: datetime, history: History, now: datetime, settings: Settings
 ) -> TerminationRequest | None:
-    """The "terminate now" asked in this stretch and mode that has not expired, or None. A
-    request from before a restart, from the other mode, or past its expiry asks nothing."""
+    """The "terminate now" bound to this stretch and mode that has not expired, or None. A
+    request issued with a warning of an earlier stretch (before a restart), from the other
+    mode, past its expiry, or followed by a keep (the person changed their mind) asks
+    nothing."""
     request = history.requests.get(inst_key)
-    if request is None or request.requested_at < stopped_since or request.mode != settings.mode:
+    if request is None or request.stretch != stopped_since or request.mode != settings.mode:
+        return None
+    kept = history.kept.get(inst_key)
+    if kept is not None and kept.since >= request.requested_at:
         return None
     return request if now < request.expires_at else None
 
 
 def _requested(
-    inst: Instance, request: TerminationRequest, stopped_for: str, settings: Settings
+    inst: Instance, request: TerminationRequest, stopped_for: str, settings: Settings, past: bool
 ) -> Decision:
     asked = f"terminate now asked by {request.by} at {utc(request.requested_at)}"
     if inst.cluster_id is not None:
         return Decision(
             instance=inst,
             action="hold",
-            reason=f"{asked}, but a member of cluster {inst.cluster_id!r}: the pod endpoints "
-            "cannot delete it; delete its cluster instead",
+            reason=f"{asked}, but a member of cluster {inst.cluster_id!r}: {CLUSTER_REASON}",
             due_at=request.requested_at,
+            exempt="cluster" if past else None,
         )
     if settings.mode == "observe":
         return Decision(
@@ -187,92 +198,107 @@ def _decide_stopped(
     assert inst.stopped_since is not None
     stopped_for = humanize(now - inst.stopped_since)
     due_at = inst.stopped_since + settings.stopped_ttl
+    past = due_at <= now
 
     reason = protection_reason(inst, history, now, settings.protect_marker)
     if reason is not None:
-        return Decision(instance=inst, action="protect", reason=reason, due_at=due_at)
+        exempt: Exemption | None = None
+        if past and unreadable_exemption(inst, history, now, settings.protect_marker):
+            exempt = "unreadable_protection"
+        return Decision(
+            instance=inst, action="protect", reason=reason, due_at=due_at, exempt=exempt
+        )
 
     request = stretch_request(inst.key, inst.stopped_since, history, now, settings)
     if request is not None:
-        return _requested(inst, request, stopped_for, settings)
+        return _requested(inst, request, stopped_for, settings, past)
 
-    warning = stretch_warning(inst.key, inst.stopped_since, history)
-    if not licenses(warning, settings):
-        if now < due_at - settings.warn_before - settings.reap_every:
-            return None
-        unheard = (
-            warning is not None
-            and warning.mode == settings.mode
-            and settings.require_channel
-            and not settings.human_channel
-        )
-        if unheard:
-            # Already written to the log; nobody can be reached, so nothing can follow from it.
-            if now < due_at:
-                return None
-            return Decision(
-                instance=inst,
-                action="hold",
-                reason=f"stopped for {stopped_for}, due, but {no_channel_reason(settings)}",
-                due_at=due_at,
-            )
-        # Early enough that the termination lands on the first pass at or after the deadline;
-        # a late warning (the reaper was down, or just deployed) still gives the full notice.
-        terminate_at = max(due_at, now + settings.warn_before)
-        verb = "would be terminated" if settings.mode == "observe" else "will be terminated"
-        return Decision(
-            instance=inst,
-            action="warn",
-            reason=f"stopped for {stopped_for}; {verb} at {utc(terminate_at)}",
-            due_at=terminate_at,
-        )
-
-    assert warning is not None
-    terminate_at = licensed_termination_at(due_at, warning, settings)
-    if warning.at >= now or now < terminate_at:
-        return None
-    ttl = humanize(settings.stopped_ttl)
-    warned = utc(warning.at)
     if inst.cluster_id is not None:
+        # Never warned: no warning may promise what the pod endpoints cannot do.
+        if not past:
+            return None
         return Decision(
             instance=inst,
             action="hold",
-            reason=f"stopped for {stopped_for}, but a member of cluster {inst.cluster_id!r}: "
-            "the pod endpoints cannot delete it; delete its cluster instead",
-            due_at=terminate_at,
+            reason=f"stopped for {stopped_for}, past its deadline, but a member of cluster"
+            f" {inst.cluster_id!r}: {CLUSTER_REASON}",
+            due_at=due_at,
+            exempt="cluster",
         )
+
+    found = license_for(inst.key, inst.stopped_since, history, now, settings)
+    if isinstance(found, Void):
+        return _unlicensed(inst, found, now, settings, due_at, stopped_for)
+    return _licensed(inst, found, now, settings, stopped_for)
+
+
+def _unlicensed(
+    inst: Instance,
+    void: Void,
+    now: datetime,
+    settings: Settings,
+    due_at: datetime,
+    stopped_for: str,
+) -> Decision | None:
+    """No license: a warning once within reach of the deadline — or, when the warning already
+    went to the log and nobody can be reached, nothing until the deadline, then `hold`."""
+    if now < due_at - settings.warn_before - settings.reap_every:
+        return None
+    if void.kind == "unheard" and not settings.human_channel:
+        if now < due_at:
+            return None
+        return Decision(
+            instance=inst,
+            action="hold",
+            reason=f"stopped for {stopped_for}, due, but {no_channel_reason(settings)}",
+            due_at=due_at,
+            exempt="no_channel",
+        )
+    # Early enough that the termination lands on the first pass at or after the deadline; a
+    # late warning (the reaper was down, or just deployed, or the old warning is void) still
+    # gives the full notice. The pass computes the deadline it announces again right before
+    # sending (`license.announced_deadline`); this is the one it expects.
+    terminate_at = max(due_at, now + settings.warn_before)
+    verb = "would be terminated" if settings.mode == "observe" else "will be terminated"
+    anew = "" if void.kind == "none" else f" ({void.why}: warned anew)"
+    return Decision(
+        instance=inst,
+        action="warn",
+        reason=f"stopped for {stopped_for}; {verb} at {utc(terminate_at)}{anew}",
+        due_at=terminate_at,
+    )
+
+
+def _licensed(
+    inst: Instance, found: License, now: datetime, settings: Settings, stopped_for: str
+) -> Decision | None:
+    if now < found.deadline:
+        return None
+    ttl = humanize(settings.stopped_ttl)
+    warned = utc(found.warning.at)
     if settings.mode == "observe":
         return Decision(
             instance=inst,
             action="hold",
             reason=f"observe mode: would terminate (stopped for {stopped_for}, limit {ttl}, "
             f"warned {warned})",
-            due_at=terminate_at,
+            due_at=found.deadline,
+            licensed_by=found.warning.at,
         )
     return Decision(
         instance=inst,
         action="terminate",
         reason=f"stopped for {stopped_for}, limit {ttl}, warned {warned}",
-        due_at=terminate_at,
+        due_at=found.deadline,
+        licensed_by=found.warning.at,
     )
-
-
-def licensed_termination_at(
-    due_at: datetime, warning: WarningRecord, settings: Settings
-) -> datetime:
-    """The earliest a termination licensed by `warning` may go out: a warning counts only once
-    an earlier pass delivered it (never the pass now running), the full notice runs from its
-    delivery, and never before the time it announced."""
-    terminate_at = max(due_at, warning.at + settings.warn_before)
-    if warning.terminate_at is not None:
-        terminate_at = max(terminate_at, warning.terminate_at)
-    return terminate_at
 
 
 def _apply_cap(
     decisions: list[Decision], cap: int, source: str
 ) -> tuple[list[Decision], int, bool]:
-    """`source` names where the cap came from, so the reason points at what to change."""
+    """`source` names where the cap came from, so the reason points at what to change. A cap
+    of 0 is a person turning terminations off: held, but no exemption."""
     due = sum(1 for d in decisions if d.action == "terminate")
     if due <= cap:
         return decisions, due, False
@@ -281,8 +307,11 @@ def _apply_cap(
         if cap
         else f"held: {source}=0 turns terminations off"
     )
+    exempt: Exemption | None = "cap" if cap else None
     capped = [
-        d.model_copy(update={"action": "hold", "reason": f"{held_reason} ({d.reason})"})
+        d.model_copy(
+            update={"action": "hold", "reason": f"{held_reason} ({d.reason})", "exempt": exempt}
+        )
         if d.action == "terminate"
         else d
         for d in decisions
@@ -321,6 +350,7 @@ def decide(
 
     cap = settings.max_terminations if max_terminations is None else max_terminations
     source = "REAPER_MAX_TERMINATIONS" if max_terminations is None else "--max-terminations"
+    held = [d for d in decisions if d.action == "terminate"]
     decisions, due, exceeded = _apply_cap(decisions, cap, source)
     return Plan(
         decisions=decisions,
@@ -328,6 +358,7 @@ def decide(
         instances=seen,
         cap_exceeded=exceeded,
         due_count=due,
+        capped=[d.instance.key for d in held] if exceeded else [],
     )
 
 
@@ -376,6 +407,8 @@ class Outlook(BaseModel):
     kind: OutlookKind
     terminate_at: datetime | None
     reason: str
+    # Past its deadline and left alone for a reason a person may not intend ("needs you").
+    exempt: Exemption | None = None
 
 
 def outlook(
@@ -383,7 +416,7 @@ def outlook(
 ) -> list[Outlook]:
     """The stopped instances of `instances`, each with the policy's answer at `now` — the same
     `decide` a pass runs — and, where it decides nothing yet, the time it will: the deadline,
-    or (warned already) the time the warning licenses, or (late) the full notice from now."""
+    or (licensed already) the license's deadline, or (late) the full notice from now."""
     plan = decide(instances, history, now, settings)
     decided = {d.instance.key: d for d in plan.decisions}
     found: list[Outlook] = []
@@ -395,16 +428,24 @@ def outlook(
             at = None if decision.action in ("protect", "hold") else decision.due_at
             found.append(
                 Outlook(
-                    instance=inst, kind=decision.action, terminate_at=at, reason=decision.reason
+                    instance=inst,
+                    kind=decision.action,
+                    terminate_at=at,
+                    reason=decision.reason,
+                    exempt=decision.exempt,
                 )
             )
             continue
+        if inst.cluster_id is not None:
+            found.append(
+                Outlook(instance=inst, kind="hold", terminate_at=None, reason=CLUSTER_REASON)
+            )
+            continue
         due_at = inst.stopped_since + settings.stopped_ttl
-        warning = stretch_warning(inst.key, inst.stopped_since, history)
-        if licenses(warning, settings):
-            assert warning is not None
-            at = licensed_termination_at(due_at, warning, settings)
-            reason = f"warned {utc(warning.at)}"
+        licensed = license_for(inst.key, inst.stopped_since, history, now, settings)
+        if isinstance(licensed, License):
+            at = licensed.deadline
+            reason = f"warned {utc(licensed.warning.at)}"
         else:
             at = max(due_at, now + settings.warn_before)
             reason = f"a warning goes out {humanize(settings.warn_before)} before"
@@ -415,15 +456,14 @@ def outlook(
 
 
 __all__ = [
+    "CLUSTER_REASON",
     "NO_CHANNEL_REASON",
     "RESETTING_STATES",
     "decide",
     "future_start",
-    "licensed_termination_at",
-    "licenses",
     "outlook",
     "protection_reason",
     "recheck",
     "stretch_request",
-    "stretch_warning",
+    "unreadable_exemption",
 ]

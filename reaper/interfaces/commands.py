@@ -46,7 +46,7 @@ def reap_command(
             run_pass(settings, store, dry_run=dry_run, max_terminations=max_terminations)
         )
     if report.lease_taken:
-        print("reaper: another reap pass holds the lease; nothing done", file=sys.stderr)
+        print(f"reaper: {report.lease_note}; nothing done", file=sys.stderr)
     if report.clock_behind:
         print(f"reaper: {report.clock_problem}; nothing decided", file=sys.stderr)
     if json_output:

@@ -16,6 +16,7 @@ from typing import Any
 from reaper.config import Settings
 from reaper.core.digest import BalanceLine, Digest
 from reaper.core.leaks import hours_left, is_low
+from reaper.core.license import License, license_for
 from reaper.core.models import (
     ActionRecord,
     AuditRecord,
@@ -64,6 +65,7 @@ def reap_json(report: ReapReport) -> dict[str, Any]:
         "errors": [e.model_dump() for e in report.errors],
         "cap_exceeded": report.cap_exceeded,
         "lease_taken": report.lease_taken,
+        "lease_note": report.lease_note,
         "lease_lost": report.lease_lost,
         "clock_behind": report.clock_behind,
         "no_channel": report.no_channel,
@@ -205,6 +207,10 @@ def reap_table(report: ReapReport, *, show_all: bool = False, width: int | None 
         lines.append(
             f"cap: more terminations were due than {report.cap_source}{cap} allows; none were done"
         )
+    exempt = [a for a in report.actions if a.exempt is not None]
+    if exempt:
+        named = ", ".join(f"{a.provider}:{a.id} ({a.exempt})" for a in exempt)
+        lines.append(f"needs you: past the deadline and not reaped: {named}")
     return "\n".join(lines)
 
 
@@ -380,10 +386,11 @@ def _stopped_json(
         protected = "kept by `reaper keep`" + (f" until {utc(kept.until)}" if kept.until else "")
     else:
         protected = None
-    warning = history.warnings.get(key)
-    if warning is not None and warning.at < since:
-        warning = None  # a warning of an earlier stretch
-    deadline = (warning.terminate_at if warning else None) or since + settings.stopped_ttl
+    # The deadline of the license its warning gives (a warning of an earlier stretch, of
+    # settings that moved its deadline, or past its window gives none), else the TTL's.
+    licensed = license_for(key, since, history, now, settings)
+    warning = licensed.warning if isinstance(licensed, License) else None
+    deadline = licensed.deadline if isinstance(licensed, License) else since + settings.stopped_ttl
     due_at = None if protected else deadline
     return {
         "instance": key,
@@ -449,6 +456,14 @@ def status_lines(data: dict[str, Any], *, width: int | None = None) -> list[str]
         f" {c['retired']} retired; stopped {len(stopped)} ({due} due, {protected} protected),"
         f" kept {len(fleet['kept'])}"
     ]
+    for item in data.get("needs_you", []):
+        rate = (
+            "cost unknown" if item["cost_per_hour"] is None else f"{money(item['cost_per_hour'])}/h"
+        )
+        lines.append(
+            f"needs you: {item['name'] or item['id']} ({item['provider']}:{item['id']}), {rate},"
+            f" past its deadline and not reaped: {item['reason']}"
+        )
     if data["monitors"]:
         rows = [
             [
@@ -512,10 +527,13 @@ def status_lines(data: dict[str, Any], *, width: int | None = None) -> list[str]
 def audit_json(
     records: Sequence[AuditRecord], actions: Sequence[ActionRecord] = ()
 ) -> dict[str, Any]:
-    """The object of `reaper audit --json`: the terminations, and the actions people took
+    """The object of `reaper audit --json`: the terminations, the deletes that never left
+    (`not_sent`: a pass died between recording one and sending it, and the next pass still
+    listed the instance in the same stretch — no termination), and the actions people took
     (`actions`: when, what, on what, who asked, through what, done, what happened)."""
     return {
-        "terminations": [r.model_dump(mode="json") for r in records],
+        "terminations": [r.model_dump(mode="json") for r in records if r.result != "not_sent"],
+        "not_sent": [r.model_dump(mode="json") for r in records if r.result == "not_sent"],
         "actions": [action_json(a) for a in actions],
     }
 
@@ -554,8 +572,16 @@ def audit_table(
 
 
 def _terminations_table(records: Sequence[AuditRecord], width: int | None) -> str:
+    never_sent = [r for r in records if r.result == "not_sent"]
+    records = [r for r in records if r.result != "not_sent"]
+    note = (
+        f"\n{len(never_sent)} delete(s) recorded but never sent (settled by the next pass, no"
+        " termination): " + ", ".join(f"{r.key} at {utc(r.requested_at)}" for r in never_sent)
+        if never_sent
+        else ""
+    )
     if not records:
-        return "no terminations recorded"
+        return "no terminations recorded" + note
     rows = [
         [
             utc(r.requested_at),
@@ -580,7 +606,7 @@ def _terminations_table(records: Sequence[AuditRecord], width: int | None) -> st
         width=width,
         shrink_first=(7, 4),
     )
-    return f"{summary}\n{table}"
+    return f"{summary}\n{table}{note}"
 
 
 # --- report ---------------------------------------------------------------------------------
@@ -766,8 +792,18 @@ def fleet_view_json(view: FleetView) -> dict[str, Any]:
                 else {"since": iso(kept.since), "until": iso(kept.until), "by": kept.by},
             }
         )
+    needs_you = [
+        {
+            **_instance_json(item.instance),
+            "stopped_since": iso(item.instance.stopped_since),
+            "exempt": item.exempt,
+            "reason": item.reason,
+        }
+        for item in view.needs_you
+    ]
     return {
         "listed_at": iso(view.listed_at),
+        "needs_you": needs_you,
         "bills_per_hour": {
             "running": round(view.running_per_hour, 6),
             "storage": round(view.storage_per_hour, 6),

@@ -5,9 +5,12 @@ hash) that is unused and unexpired, and the grant says what may be done. Then th
 through the code the command line and the reap pass use, never a shortcut:
 - keep: the record `reaper keep` writes (a longer keep already in place is never shortened);
 - mute: the monitor's mute, through the store's `mute_monitor`;
-- terminate now: a request recorded in the store, carried out at once by `request_pass` — one
-  instance's reap pass, with the lease, the policy, the fresh read before the DELETE, the
-  re-list that confirms it, the cap and the audit record. What it refuses, it refuses.
+- terminate now: a request recorded in the store, bound to the stopped stretch of the warning
+  the button came with, carried out at once by `request_pass` — one instance's reap pass, with
+  the lease, the policy, the one gate (the fresh read and the pure check right before the
+  DELETE), the re-list that confirms it, the cap and the audit record. What it refuses, it
+  refuses; a button of an earlier stretch (the instance was started and stopped again since)
+  is refused and says so.
 Each use is single: of two concurrent uses of one token exactly one acts (the store's
 conditional write), and every action is an `ActionRecord` naming who asked.
 """
@@ -216,6 +219,7 @@ async def _terminate(ctx: ActContext, action: PhoneAction, actor: Actor, now: da
             by=actor.who,
             mode=settings.mode,
             expires_at=now + REQUEST_TTL,
+            stretch=action.stretch,
         )
     )
     clients = make_clients(settings, ctx.http or ACT_HTTP)

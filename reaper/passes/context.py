@@ -38,7 +38,7 @@ from reaper.core.monitors import SettingsChange, apply_change
 from reaper.core.snapshot import Snapshot
 from reaper.passes.arm import arm_safely
 from reaper.providers.base import ProviderClient, TerminateOutcome
-from reaper.store.base import Store
+from reaper.store.base import Lease, Store
 
 # What a delete answered, or that a dry run did not send it.
 DeleteOutcome = TerminateOutcome | Literal["dry_run"]
@@ -143,8 +143,18 @@ class RecordingStore:
     def reset_stopped_clock(self, key: str) -> None:
         self._write(f"reset_stopped_clock {key}")
 
+    def mark_missing(self, key: str, at: datetime) -> None:
+        self._write(f"mark_missing {key}")
+
+    def clear_missing(self, key: str) -> None:
+        self._write(f"clear_missing {key}")
+
     def record_warning(self, key: str, warning: WarningRecord) -> None:
         self._write(f"record_warning {key}")
+
+    def mark_warning_held(self, key: str, warned_at: datetime, at: datetime) -> bool:
+        self._write(f"mark_warning_held {key}")
+        return key in self.inner.history().warnings
 
     def keep(self, kept: KeptInstance) -> None:
         self._write(f"keep {kept.key}")
@@ -161,6 +171,9 @@ class RecordingStore:
 
     def release_lease(self, name: str, owner: str) -> None:
         return None
+
+    def lease_holder(self, name: str) -> Lease | None:
+        return self.inner.lease_holder(name)
 
     def record_termination(self, record: AuditRecord) -> None:
         self._write(f"record_termination {record.key} {record.result}")

@@ -14,6 +14,8 @@ from __future__ import annotations
 
 import asyncio
 import dataclasses
+import os
+import socket
 import time
 import uuid
 from collections.abc import Awaitable, Callable, Collection, Mapping, Sequence
@@ -30,6 +32,7 @@ from reaper.channels.registry import CHANNELS
 from reaper.clock import Clock, SystemClock
 from reaper.config import Settings
 from reaper.core import messages
+from reaper.core.license import announced_deadline
 from reaper.core.models import (
     AccountError,
     Action,
@@ -37,6 +40,7 @@ from reaper.core.models import (
     AuditRecord,
     Decision,
     Delivery,
+    Exemption,
     History,
     Instance,
     Listing,
@@ -46,32 +50,34 @@ from reaper.core.models import (
     instance_key,
 )
 from reaper.core.policy import (
-    NO_CHANNEL_REASON,
     RESETTING_STATES,
     decide,
     no_channel_reason,
-    recheck,
 )
 from reaper.core.snapshot import take_snapshot
-from reaper.core.units import HOURS_PER_MONTH, iso
+from reaper.core.units import HOURS_PER_MONTH, humanize, iso, utc
 from reaper.core.witness import proves_gone, trustworthy_absence
+from reaper.passes import gate
 from reaper.passes.context import Context
+from reaper.passes.deadline import PassDeadline, pass_seconds
+from reaper.passes.gate import pass_history
 from reaper.passes.guards import GuardReport, guard_pass
 from reaper.passes.observe import Observation, observe
 from reaper.providers.base import (
     UNREADABLE_ID_PREFIX,
     ProviderClient,
-    ProviderError,
-    StaleReading,
     error_text,
 )
 from reaper.providers.plugins import label
-from reaper.store.base import Store
+from reaper.store.base import Lease, Store
 
 LEASE_NAME = "reap"
-# Long enough for a pass with confirmation waits; short enough that a crashed pass does not
-# block the next hourly one.
-LEASE_TTL = timedelta(minutes=30)
+# Short, so that a pass that was killed holds up the next for two minutes, not half an hour;
+# kept alive while its pass runs: renewed before each step that acts and, in the background,
+# every LEASE_RENEW_EVERY (a slow listing or a slow channel takes as long as it takes). Each
+# renewal is fenced: it only extends a lease this pass still holds and that has not expired.
+LEASE_TTL = timedelta(minutes=2)
+LEASE_RENEW_EVERY = 20.0
 # More warnings than this in one pass are folded into as few messages as hold them (see
 # `messages.fold`): a chat's per-minute limit must not delay the notice of the last one.
 FOLD_WARNINGS_AFTER = 5
@@ -83,6 +89,13 @@ MAX_CLOCK_SKEW = timedelta(minutes=5)
 CAP_EPISODE = "reap:cap"
 CLOCK_EPISODE = "reap:clock_behind"
 NO_CHANNEL_EPISODE = "reap:no_channel"
+UNKNOWN_EPISODE = "reap:unknown_settings"
+# One episode per provider whose clock is off, and one per instance and exemption kind.
+PROVIDER_CLOCK_EPISODE = "reap:provider_clock:"
+EXEMPT_EPISODE = "exempt:"
+# The exemptions alerted per instance; the cap's and no-channel's alerts are one each, naming
+# every instance they hold.
+PER_INSTANCE_EXEMPTIONS: tuple[Exemption, ...] = ("unreadable_protection", "cluster")
 
 Sleep = Callable[[float], Awaitable[None]]
 
@@ -128,6 +141,9 @@ class ActionResult(BaseModel):
     reason: str
     done: bool = False
     confirmed: bool = False
+    # Past its deadline and left alone for a reason a person may not intend (see
+    # `Decision.exempt`): named in an alert, and the pass exits 1 while it lasts.
+    exempt: Exemption | None = None
 
 
 @dataclass
@@ -140,6 +156,8 @@ class ReapReport:
     errors: list[AccountError] = field(default_factory=list)
     cap_exceeded: bool = False
     lease_taken: bool = False
+    # Who holds the lease that was taken, and until when, in a line (for `lease_taken`).
+    lease_note: str = ""
     # The pass ran past its lease and another took it: it stopped acting (needs attention).
     lease_lost: bool = False
     # The pass's clock read earlier than the last completed pass, or far from the providers':
@@ -159,8 +177,10 @@ class ReapReport:
     @property
     def exit_code(self) -> int:
         """1 when something needs a human: a provider failed, a termination is unconfirmed or
-        was not done, a warning reached nobody, the cap held terminations back, the lease was
-        lost, the clock is wrong."""
+        was not done, a warning reached nobody, an instance past its deadline is left alone for
+        a reason a person may not intend (the cap, a cluster member, an unreadable protection,
+        no channel), the lease was lost, the clock is wrong. A cap of 0 and observe mode are a
+        person's choice: 0."""
         if self.lease_lost or self.clock_behind:
             return 1
         if self.lease_taken:
@@ -171,7 +191,8 @@ class ReapReport:
         not_done = not self.dry_run and any(
             a.action in ("terminate", "warn") and not a.done for a in self.actions
         )
-        return 1 if self.errors or unconfirmed or not_done or self.cap_exceeded else 0
+        exempt = any(a.exempt is not None for a in self.actions)
+        return 1 if self.errors or unconfirmed or not_done or exempt else 0
 
 
 def _result(
@@ -192,6 +213,7 @@ def _result(
         reason=reason or decision.reason,
         done=done,
         confirmed=confirmed,
+        exempt=decision.exempt if action is None else None,
     )
 
 
@@ -204,6 +226,47 @@ def storage_per_month(inst: Instance) -> float | None:
 
 class LeaseLost(Exception):
     """The pass no longer holds the reap lease: it must stop acting at once."""
+
+
+def lease_owner() -> str:
+    """`<host>:<pid>:<token>`: unique per pass, and saying whose it is to a pass that finds
+    it taken (a host name holds no `:`)."""
+    return f"{socket.gethostname()}:{os.getpid()}:{uuid.uuid4().hex}"
+
+
+def lease_note(lease: Lease | None) -> str:
+    """ "another reap pass (host h, pid 42) holds the lease until 10:02 UTC", in a line."""
+    if lease is None:
+        return "another reap pass holds the lease"
+    parts = lease.owner.split(":")
+    whose = f" (host {parts[0]}, pid {parts[1]})" if len(parts) == 3 else ""
+    return f"another reap pass{whose} holds the lease until {utc(lease.expires_at)}"
+
+
+async def keep_leased(
+    store: Store,
+    name: str,
+    owner: str,
+    clock: Clock,
+    *,
+    on_lost: Callable[[], None],
+    sleep: Sleep = asyncio.sleep,
+    every: float = LEASE_RENEW_EVERY,
+) -> None:
+    """Renew the lease every `every` seconds while the pass runs (cancel to stop). Fenced as
+    every renewal is: it never takes back a lease that expired or changed hands — then it
+    calls `on_lost` and ends, and the pass stops acting at its next step."""
+    while True:
+        await sleep(every)
+        try:
+            renewed = store.renew_lease(name, owner, clock.now(), LEASE_TTL)
+        except Exception as exc:  # the store failing now: the next renewal (or step) decides
+            log.event("reap", result="renewal_failed", error=error_text(exc))
+            continue
+        if not renewed:
+            log.event("reap", result="lease_lost", phase="background renewal")
+            on_lost()
+            return
 
 
 def _witnesses(fleet: Sequence[Instance], pending: Collection[str]) -> set[str]:
@@ -238,6 +301,13 @@ class _Pass:
     lease_owner: str
     report: ReapReport
     seen: Observation = field(default_factory=Observation)
+    # The pass's time (REAPER_PASS_DEADLINE): its listing's cutoff and what acting may still
+    # start; None only for passes that set no deadline of their own (tests of one step).
+    deadline: PassDeadline | None = None
+    # Set by the background renewal when it found the lease lost.
+    lost: bool = False
+    # The history the plan was decided on: a keep or unkeep recorded since shows against it.
+    planned: History | None = None
 
     @property
     def settings(self) -> Settings:
@@ -247,10 +317,36 @@ class _Pass:
     def store(self) -> Store:
         return self.ctx.store
 
+    def time_for_a_step(self, waiting: float = 0.0) -> bool:
+        """Whether a step that must not be cut short (a fresh read and its deletes, a
+        confirmation's re-list after `waiting`) may still start: the wait and the pass's
+        wrap-up must fit before its deadline. A step that then hangs is cut by the backstop
+        (`reaper serve`, Lambda), and what it left `requested` the next pass settles."""
+        if self.deadline is None:
+            return True
+        return self.deadline.time_for(waiting + self.deadline.wrap_up)
+
     def still_leased(self) -> bool:
         """Renew the lease; False if it was lost (this pass ran past its TTL, or another took
         it). Renewing never takes back a lease that expired or changed hands."""
+        if self.lost:
+            return False
         return self.store.renew_lease(LEASE_NAME, self.lease_owner, self.ctx.clock.now(), LEASE_TTL)
+
+    async def leased(self, body: Awaitable[T]) -> T:
+        """Run `body` with the lease renewed in the background (`keep_leased`)."""
+
+        def lost() -> None:
+            self.lost = True
+
+        renewal = asyncio.create_task(
+            keep_leased(self.store, LEASE_NAME, self.lease_owner, self.ctx.clock, on_lost=lost)
+        )
+        try:
+            return await body
+        finally:
+            renewal.cancel()
+            await asyncio.gather(renewal, return_exceptions=True)
 
     def require_lease(self, phase: str) -> None:
         if not self.still_leased():
@@ -271,7 +367,7 @@ class _Pass:
     # --- observe ---------------------------------------------------------------------------
 
     async def list_all(self) -> list[Instance]:
-        self.seen = await observe(self.ctx.clients)
+        self.seen = await observe(self.ctx.clients, deadline=self.deadline)
         self.report.errors = list(self.seen.errors)
         failed = {(e.provider, e.account): e.message for e in self.seen.errors}
         for client in self.ctx.clients:
@@ -295,8 +391,8 @@ class _Pass:
         return self.seen.instances
 
     def clock_problem(self) -> str:
-        """Why this pass's clock cannot be trusted, or "" when it can: earlier than the last
-        completed pass, or far from the providers' own clocks (their answers' `Date`)."""
+        """Why this pass's own clock cannot be trusted, or "" when it can: earlier than the last
+        completed pass, or far from every provider's clock the same way (`provider_clocks`)."""
         now = self.started
         last = self.store.last_reap()
         if last is not None and now < last.finished_at:
@@ -304,14 +400,63 @@ class _Pass:
                 f"this pass's clock ({iso(now)}) reads earlier than the last pass"
                 f" ({iso(last.finished_at)})"
             )
+        off = self.provider_clocks()
+        answered = {c.provider for c in self.ctx.clients if c.server_time() is not None}
+        directions = {direction for _theirs, direction in off.values()}
+        if off and set(off) == answered and len(directions) == 1:
+            provider, (theirs, _direction) = sorted(off.items())[0]
+            return (
+                f"this pass's clock ({iso(now)}) is {abs(theirs - now)} away from"
+                f" {label(provider)}'s ({iso(theirs)})"
+            )
+        return ""
+
+    def provider_clocks(self) -> dict[str, tuple[datetime, str]]:
+        """The providers whose clock (their answers' `Date`) is more than MAX_CLOCK_SKEW from
+        this pass's: their time, and whether it is "ahead" or "behind". A listing takes time,
+        so theirs is compared with this pass's clock from its start to now. A provider that
+        sends no `Date` is not judged."""
+        earliest, latest = self.started - MAX_CLOCK_SKEW, self.ctx.clock.now() + MAX_CLOCK_SKEW
+        off: dict[str, tuple[datetime, str]] = {}
         for client in self.ctx.clients:
             theirs = client.server_time()
-            if theirs is not None and abs(theirs - now) > MAX_CLOCK_SKEW:
-                return (
-                    f"this pass's clock ({iso(now)}) is {abs(theirs - now)} away from"
-                    f" {label(client.provider)}'s ({iso(theirs)})"
-                )
-        return ""
+            if theirs is None or earliest <= theirs <= latest:
+                continue
+            direction = "ahead of" if theirs > latest else "behind"
+            if off.get(client.provider, (theirs, direction))[1] != direction:
+                direction = "away from"
+            off[client.provider] = (theirs, direction)
+        return off
+
+    async def set_aside_skewed(self) -> None:
+        """The accounts of a provider whose clock is off (but not every provider's the same
+        way: then ours is to blame) decide nothing in this pass: each is an error naming the
+        provider and both times, alerted once per episode; the other providers go on."""
+        off = self.provider_clocks()
+        for client in self.ctx.clients:
+            if client.provider in off or client.server_time() is None:
+                continue
+            self.store.close_episode(PROVIDER_CLOCK_EPISODE + client.provider)
+        if not off:
+            return
+        seen = self.seen
+        for provider, (theirs, direction) in sorted(off.items()):
+            name = label(provider)
+            gap = humanize(theirs - self.started)
+            message = (
+                f"{name}'s clock ({iso(theirs)}) is {gap} {direction} this pass's"
+                f" ({iso(self.started)}): nothing on {name} is decided until they agree"
+            )
+            log.event("list", provider=provider, result="clock_off", error=message)
+            accounts = sorted(a for p, a in seen.complete if p == provider)
+            seen.errors += [
+                AccountError(provider=provider, account=a, message=message) for a in accounts
+            ]
+            seen.complete -= {(provider, a) for a in accounts}
+            alert = messages.provider_clock_off(provider, name, message)
+            await self.alert_once(PROVIDER_CLOCK_EPISODE + provider, alert)
+        seen.instances = [i for i in seen.instances if i.provider not in off]
+        self.report.errors = list(seen.errors)
 
     async def gone(
         self,
@@ -354,13 +499,16 @@ class _Pass:
 
     async def reconcile(self, fleet: list[Instance]) -> None:
         """Audit records a crashed or cut-off pass left unconfirmed, settled against this
-        pass's complete listing: gone → confirmed and alerted; listed running again → the delete
-        did not happen; still stopped → left for the policy to decide again."""
+        pass's complete listing: gone → confirmed and announced; listed running again → the
+        delete did not happen; still listed stopped → it did not take effect: a `requested`
+        record (the pass died before or as the DELETE left) is `not_sent`, one the provider
+        answered is `failed` — so that `reaper audit` never shows two terminations of one
+        instance — and the policy decides again."""
         open_records = [
             r
             for r in self.store.audit_log(since=self.started - RECONCILE_WINDOW)
             if not r.confirmed
-            and r.result != "failed"
+            and r.result not in ("failed", "not_sent")
             and (r.provider, r.account) in self.seen.complete
         ]
         if not open_records:
@@ -382,15 +530,29 @@ class _Pass:
                 if record.id in gone:
                     await self._reconciled(record)
                 elif inst is not None and inst.state in RESETTING_STATES:
-                    self.store.record_termination(
-                        record.model_copy(
-                            update={
-                                "result": "failed",
-                                "detail": f"listed {inst.raw_status} after the pass that asked "
-                                "for the delete ended: it did not happen",
-                            }
-                        )
+                    self._settle(
+                        record,
+                        "failed",
+                        f"listed {inst.raw_status} after the pass that asked for the delete"
+                        " ended: it did not happen",
                     )
+                elif inst is not None and inst.state == "stopped":
+                    self._settle(
+                        record,
+                        "not_sent" if record.result == "requested" else "failed",
+                        f"still listed stopped ({inst.raw_status}) by the next pass: the delete"
+                        + (
+                            " never left (or took no effect)"
+                            if record.result == "requested"
+                            else " took no effect"
+                        ),
+                    )
+
+    def _settle(self, record: AuditRecord, result: Literal["failed", "not_sent"], why: str) -> None:
+        detail = f"answered {record.result}; {why}" if record.result != "requested" else why
+        settled = record.model_copy(update={"result": result, "detail": detail})
+        self.store.record_termination(settled)
+        log.event("reconcile", provider=record.provider, id=record.id, result=result)
 
     async def _reconciled(self, record: AuditRecord) -> None:
         confirmed = record.model_copy(
@@ -398,6 +560,7 @@ class _Pass:
                 "result": "deleted" if record.result == "requested" else record.result,
                 "confirmed": True,
                 "confirmed_at": self.ctx.clock.now(),
+                "announced": False,
                 "detail": (record.detail + "; " if record.detail else "")
                 + "confirmed by a later pass's listing",
             }
@@ -406,6 +569,11 @@ class _Pass:
         self.store.reset_stopped_clock(record.key)
         self.report.reconciled.append(record.key)
         log.event("reconcile", provider=record.provider, id=record.id, result="confirmed")
+        await self.announce(confirmed)
+
+    async def announce(self, record: AuditRecord) -> None:
+        """The "Terminated …" alert of a confirmed termination, then its record marked
+        announced: a process that dies in between leaves it for the next pass to send."""
         inst = Instance(
             provider=record.provider,
             account=record.account,
@@ -416,27 +584,38 @@ class _Pass:
             stopped_since=record.stopped_since,
             cost_per_hour=record.cost_per_hour,
         )
-        if self.store.claim_alert(f"terminated:{record.key}", self.started, timedelta(days=1)):
-            await self.alert(messages.terminated(inst, storage_per_month(inst)))
+        await self.alert(messages.terminated(inst, storage_per_month(inst)))
+        self.store.record_termination(record.model_copy(update={"announced": True}))
+
+    async def announce_pending(self) -> None:
+        """Send what was confirmed and never announced (a pass died between the two)."""
+        for record in self.store.audit_log(since=self.started - RECONCILE_WINDOW):
+            if record.confirmed and not record.announced:
+                log.event("announce", provider=record.provider, id=record.id, result="late")
+                await self.announce(record)
 
     # --- warnings --------------------------------------------------------------------------
 
     async def warn_all(self, decisions: list[Decision]) -> list[ActionResult]:
         """Send this pass's warnings at once: alone and concurrently when few, folded into as
         few messages as hold them when many, so a slow channel cannot eat one instance's
-        notice. Each is recorded at its own delivery time, with whether a person could read it;
-        an instance counts as warned only if a message naming it was delivered."""
+        notice. Each announces the deadline computed from the clock right before sending
+        (never one already past), and is recorded at its own delivery time, with whether a
+        person could read it; an instance counts as warned only if a message naming it was
+        delivered."""
         if not decisions:
             return []
         self.require_lease("before warning")
         observe_mode = self.settings.mode == "observe"
         next_check = self.started + self.settings.reap_every
         marker = self.settings.protect_marker
+        issued = self.ctx.clock.now()
+        deadline = {d.instance.key: self._announced(d, issued) for d in decisions}
         groups: list[tuple[list[Decision], Alert]]
         if len(decisions) > FOLD_WARNINGS_AFTER:
             chunks = messages.fold_warnings(
-                [(d.instance, _due(d)) for d in decisions],
-                self.started,
+                [(d.instance, deadline[d.instance.key]) for d in decisions],
+                issued,
                 marker,
                 next_check=next_check,
                 observe=observe_mode,
@@ -450,8 +629,8 @@ class _Pass:
                     [d],
                     messages.termination_warning(
                         d.instance,
-                        _due(d),
-                        self.started,
+                        deadline[d.instance.key],
+                        issued,
                         marker,
                         next_check=next_check,
                         observe=observe_mode,
@@ -461,13 +640,29 @@ class _Pass:
             ]
         sent = await asyncio.gather(*(self._deliver(alert) for _group, alert in groups))
         self.require_lease("after warning")
+        history = self.store.history()
         results: list[ActionResult] = []
         for (group, _alert), (deliveries, delivered_at) in zip(groups, sent, strict=True):
             heard = any(d.ok and d.heard for d in deliveries)
             logged = any(d.ok for d in deliveries)
             for decision in group:
-                results.append(self._record_warning(decision, heard, logged, delivered_at))
+                warning = WarningRecord(
+                    at=delivered_at,
+                    heard=heard,
+                    mode=self.settings.mode,
+                    terminate_at=deadline[decision.instance.key],
+                    stretch=decision.instance.stopped_since,
+                    issued_at=issued,
+                    ttl=self.settings.stopped_ttl,
+                    warn_before=self.settings.warn_before,
+                )
+                results.append(self._record_warning(decision, warning, logged, history))
         return results
+
+    def _announced(self, decision: Decision, issued: datetime) -> datetime:
+        stretch = decision.instance.stopped_since
+        assert stretch is not None
+        return announced_deadline(stretch, issued, self.settings)
 
     def fold_budget(self) -> int:
         """What one folded message may carry: the smallest of the configured channels."""
@@ -481,7 +676,7 @@ class _Pass:
         return deliveries, self.ctx.clock.now()
 
     def _record_warning(
-        self, decision: Decision, heard: bool, logged: bool, delivered_at: datetime
+        self, decision: Decision, warning: WarningRecord, logged: bool, history: History
     ) -> ActionResult:
         inst = decision.instance
         if not logged:
@@ -490,25 +685,28 @@ class _Pass:
             return _result(
                 decision, reason=f"{decision.reason} (warning not delivered; retried next pass)"
             )
-        self.store.record_warning(
-            inst.key,
-            WarningRecord(
-                at=delivered_at,
-                heard=heard,
-                mode=self.settings.mode,
-                terminate_at=decision.due_at,
-            ),
-        )
+        kept = history.kept.get(inst.key)
+        planned = self.planned.kept.get(inst.key) if self.planned is not None else kept
+        if kept != planned or (kept is not None and kept.since >= self.started):
+            # Kept (or unkept) while the warning was on its way: the person answered already,
+            # and a warning recorded now would outlive the keep. A later pass warns anew.
+            log.event("warn", provider=inst.provider, id=inst.id, result="kept_meanwhile")
+            return _result(
+                decision,
+                done=self.ctx.effects.live,
+                reason=f"{decision.reason} (kept meanwhile: not recorded)",
+            )
+        self.store.record_warning(inst.key, warning)
         log.event(
             "warn",
             provider=inst.provider,
             id=inst.id,
             name=inst.name,
-            result="sent" if heard else "logged",
-            due=decision.due_at,
+            result="sent" if warning.heard else "logged",
+            due=warning.terminate_at,
         )
         live = self.ctx.effects.live
-        if heard:
+        if warning.heard:
             return _result(decision, done=live)
         return _result(
             decision,
@@ -516,6 +714,42 @@ class _Pass:
             reason=f"{decision.reason} (written to the log only:"
             f" {no_channel_reason(self.settings)})",
         )
+
+    def mark_held(self, decisions: list[Decision]) -> None:
+        """A licensed termination held back (the cap, observe mode): its license does not go
+        stale while that lasts — the next pass that may terminate does not warn again."""
+        for decision in decisions:
+            if decision.licensed_by is not None:
+                self.store.mark_warning_held(
+                    decision.instance.key, decision.licensed_by, self.started
+                )
+
+    async def alert_exemptions(self, decisions: list[Decision]) -> None:
+        """Each instance past its deadline that an unreadable protection or its cluster keeps
+        from termination: one episode per instance and kind, its first pass named in one alert
+        per kind (with what each bills); an episode closes once it no longer applies to an
+        instance its provider listed completely."""
+        current = {(d.exempt, d.instance.key): d.instance for d in decisions if d.exempt}
+        for kind in PER_INSTANCE_EXEMPTIONS:
+            fresh: list[tuple[Instance, str]] = []
+            for (exempt, key), inst in sorted(current.items(), key=lambda kv: kv[0][1]):
+                if exempt != kind:
+                    continue
+                opened = self.store.open_episode(f"{EXEMPT_EPISODE}{kind}:{key}", self.started)
+                if opened.alerted_at is None:
+                    reason = next(d.reason for d in decisions if d.instance.key == key)
+                    fresh.append((inst, reason))
+            if fresh:
+                await self.alert(messages.needs_you(kind, fresh))
+                for inst, _reason in fresh:
+                    self.store.mark_episode_alerted(
+                        f"{EXEMPT_EPISODE}{kind}:{inst.key}", self.started
+                    )
+        trusted = self.seen.complete_providers
+        for open_one in self.store.open_episodes(EXEMPT_EPISODE):
+            named, _, key = open_one.key.removeprefix(EXEMPT_EPISODE).partition(":")
+            if (named, key) not in current and key.split(":", 1)[0] in trusted:
+                self.store.close_episode(open_one.key)
 
     async def observe_holds(self, decisions: list[Decision]) -> None:
         """Observe mode: "would terminate" once per instance and stretch, folded when many."""
@@ -541,73 +775,6 @@ class _Pass:
                 await self.alert(messages.would_terminate(inst))
 
     # --- terminations ----------------------------------------------------------------------
-
-    async def terminate(
-        self, decision: Decision, client: ProviderClient, not_after: float
-    ) -> AuditRecord | None:
-        """One delete; its audit record, or None when it was not sent (its reading grew too
-        old while it waited: the caller reads again)."""
-        inst = decision.instance
-        record = AuditRecord(
-            provider=inst.provider,
-            account=inst.account,
-            id=inst.id,
-            name=inst.name,
-            reason=decision.reason,
-            requested_at=self.ctx.clock.now(),
-            stopped_since=inst.stopped_since,
-            cost_per_hour=inst.cost_per_hour,
-            result="requested",
-        )
-        sent = False
-
-        def write_requested() -> None:
-            # Right before the request goes out, so a pass that dies mid-call still leaves a
-            # record that the next pass reconciles, and a delete never sent leaves none.
-            nonlocal sent
-            sent = True
-            self.store.record_termination(record)
-
-        try:
-            outcome = await self.ctx.effects.delete(
-                client, inst.id, not_after=not_after, before_send=write_requested
-            )
-        except StaleReading as exc:
-            if not sent:
-                log.event(
-                    "terminate",
-                    provider=inst.provider,
-                    id=inst.id,
-                    result="not_sent",
-                    detail=error_text(exc),
-                )
-                return None
-            # A first attempt went out; what it did is unknown: confirmed (or not) by re-listing.
-            record = record.model_copy(update={"detail": f"answer unknown: {error_text(exc)}"})
-        except Exception as exc:  # any failure is recorded, never raised
-            detail = error_text(exc)
-            refused = isinstance(exc, ProviderError) and exc.status is not None
-            if sent and not refused:
-                # It went out and no answer said what it did (a time-out, a 5xx after every
-                # retry): only a re-listing can tell whether it took effect.
-                record = record.model_copy(update={"detail": f"answer unknown: {detail}"})
-            else:
-                record = record.model_copy(update={"result": "failed", "detail": detail})
-        else:
-            if outcome == "dry_run":
-                return record
-            record = record.model_copy(update={"result": outcome})
-        self.store.record_termination(record)
-        log.event(
-            "terminate",
-            provider=inst.provider,
-            account=inst.account,
-            id=inst.id,
-            name=inst.name,
-            result=record.result,
-            detail=record.detail or None,
-        )
-        return record
 
     async def delete_fresh(
         self, client: ProviderClient, decisions: list[Decision]
@@ -642,6 +809,12 @@ class _Pass:
         pending = decisions
         fresh: dict[str, Instance] = {}
         for _round in range(self.act.rounds):
+            if not self.time_for_a_step():
+                why = (
+                    "the pass's REAPER_PASS_DEADLINE left no time for a fresh read and its deletes"
+                )
+                dropped += [_result(d, reason=f"{d.reason}; not deleted: {why}") for d in pending]
+                return sent, dropped, fresh
             async with reading:
                 self.require_lease("before the fresh read")
                 read_at = time.monotonic()
@@ -655,34 +828,33 @@ class _Pass:
                     return sent, dropped, fresh
             current_reads = {i: inst for i, inst in read.items() if inst is not None}
             fresh |= current_reads
-            now = self.ctx.clock.now()
-            history = pass_history(self.store, now)
-            go: list[Decision] = []
-            for decision in pending:
-                current = current_reads.get(decision.instance.id)
-                why_not = recheck(decision, current, history, now, self.settings)
-                if why_not is None:
-                    go.append(decision)
-                    continue
-                log.event(
-                    "terminate",
-                    provider=decision.instance.provider,
-                    id=decision.instance.id,
-                    result="skipped",
-                    reason=why_not,
-                )
-                dropped.append(
-                    _result(decision, action="hold", reason=f"not terminated: {why_not}")
-                )
             self.require_lease("before deleting")
             not_after = read_at + self.act.fresh_for
-            records = await asyncio.gather(*(self.terminate(d, client, not_after) for d in go))
-            pending = []
-            for decision, record in zip(go, records, strict=True):
-                if record is None:
+            # The store's history once for the round, as fresh as the reading it goes with.
+            history = gate.pass_history(self.store, self.ctx.clock.now())
+            outcomes = await asyncio.gather(
+                *(
+                    gate.delete(
+                        self.ctx,
+                        client,
+                        decision,
+                        current_reads.get(decision.instance.id),
+                        not_after=not_after,
+                        history=history,
+                    )
+                    for decision in pending
+                )
+            )
+            waiting, pending = pending, []
+            for decision, outcome in zip(waiting, outcomes, strict=True):
+                if isinstance(outcome, gate.Refused):
+                    dropped.append(
+                        _result(decision, action="hold", reason=f"not terminated: {outcome.why}")
+                    )
+                elif isinstance(outcome, gate.NotSent):
                     pending.append(decision)
                 else:
-                    sent.append((decision, record))
+                    sent.append((decision, outcome))
             if not pending:
                 break
         dropped += [
@@ -699,6 +871,9 @@ class _Pass:
         confirmed: set[str] = set()
         delay = self.confirm.first_delay
         for attempt in range(self.confirm.attempts):
+            if not self.time_for_a_step(delay):
+                # Left unconfirmed: the next pass's reconciliation settles it.
+                break
             if delay > 0:
                 await self.sleep(delay)
             if not self.still_leased():
@@ -789,7 +964,7 @@ class _Pass:
                 record = record.model_copy(update=update)
                 self.store.record_termination(record)
                 self.store.reset_stopped_clock(inst.key)
-                await self.alert(messages.terminated(inst, storage_per_month(inst)))
+                await self.announce(record)
                 reason = decision.reason
             else:
                 await self.alert(messages.termination_unconfirmed(inst))
@@ -827,19 +1002,11 @@ class _Pass:
         return results
 
 
-def _due(decision: Decision) -> datetime:
-    assert decision.due_at is not None
-    return decision.due_at
-
-
-def _vanished(
-    history: History, seen: Observation, previous: Mapping[tuple[str, str], Listing]
-) -> set[str]:
-    """Recorded stretches of instances no longer listed by a provider whose every account listed
-    completely and trustworthily: gone (deleted by hand, or by an earlier pass), so their
-    records can go. A provider with any failed account proves nothing, and neither does a
-    listing that misses every instance its account showed last time (an empty answer from a
-    provider that lost its way) or holds an id it cannot read."""
+def _trusted_providers(seen: Observation, previous: Mapping[tuple[str, str], Listing]) -> set[str]:
+    """Providers whose every account listed completely and trustworthily in this pass: only
+    their listings can show an instance absent. A provider with any failed account proves
+    nothing, and neither does a listing that misses every instance its account showed last
+    time (an empty answer from a provider that lost its way) or holds an id it cannot read."""
     complete = seen.complete_providers
     for provider, account in seen.complete:
         mine = {i.id for i in seen.of(provider, account)}
@@ -849,9 +1016,32 @@ def _vanished(
             known and not trustworthy_absence(mine, known)
         ):
             complete.discard(provider)
+    return complete
+
+
+def _absences(
+    history: History,
+    seen: Observation,
+    previous: Mapping[tuple[str, str], Listing],
+    now: datetime,
+    every: timedelta,
+) -> tuple[set[str], set[str]]:
+    """Of the recorded stretches whose instance a trustworthy listing no longer shows:
+    (ended, missed). Absence is not a restart: one missing listing keeps the stretch and its
+    warning (`missed`: the first miss is recorded); only when a listing at least `every`
+    (REAPER_REAP_EVERY) after the first miss still misses it is it gone (deleted by hand, or
+    by an earlier pass) and its records end. A warning with no stretch left ends at once."""
+    trusted = _trusted_providers(seen, previous)
     listed = {i.key for i in seen.instances}
     recorded = set(history.first_seen_stopped) | set(history.warnings)
-    return {k for k in recorded if k.split(":", 1)[0] in complete and k not in listed}
+    absent = {k for k in recorded if k.split(":", 1)[0] in trusted and k not in listed}
+    ended = {
+        k
+        for k in absent
+        if k not in history.first_seen_stopped
+        or ((first := history.missing_since.get(k)) is not None and now - first >= every)
+    }
+    return ended, absent - ended
 
 
 async def reap_pass(
@@ -866,15 +1056,18 @@ async def reap_pass(
     confirm: ConfirmOptions | None = None,
     act: ActOptions | None = None,
     sleep: Sleep = asyncio.sleep,
+    deadline: PassDeadline | None = None,
 ) -> ReapReport:
-    """Run one pass. A dry run reads the store and the providers and changes nothing."""
+    """Run one pass. A dry run reads the store and the providers and changes nothing.
+    `deadline`: the pass's time (by default REAPER_PASS_DEADLINE from now)."""
     ctx = Context.make(settings, store, clients, notifier, clock, dry_run=dry_run)
     now = clock.now()
     report = ReapReport(dry_run=dry_run, mode=settings.mode, at=now)
-    owner = uuid.uuid4().hex
+    owner = lease_owner()
     if not ctx.store.acquire_lease(LEASE_NAME, owner, now, LEASE_TTL):
         report.lease_taken = True
-        log.event("reap", result="lease_taken")
+        report.lease_note = lease_note(ctx.store.lease_holder(LEASE_NAME))
+        log.event("reap", result="lease_taken", holder=report.lease_note)
         return report
     run = _Pass(
         ctx,
@@ -884,9 +1077,10 @@ async def reap_pass(
         started=now,
         lease_owner=owner,
         report=report,
+        deadline=deadline or PassDeadline.start(pass_seconds(settings.pass_deadline)),
     )
     try:
-        await _run(run, max_terminations)
+        await run.leased(_run(run, max_terminations))
     except LeaseLost:
         pass
     finally:
@@ -904,6 +1098,28 @@ async def reap_pass(
     return report
 
 
+async def _guards_in_time(run: _Pass) -> GuardReport | None:
+    """The money guards' pass, cut at the pass's deadline less its wrap-up (their reads are
+    what a slow provider makes long; nothing depends on them but alerts and the snapshot)."""
+    left = run.deadline.working_left() if run.deadline is not None else None
+    try:
+        return await asyncio.wait_for(guard_pass(run.ctx, run.seen, run.report.instances), left)
+    except TimeoutError:
+        log.event("guards", result="error", error="cut at the pass's REAPER_PASS_DEADLINE")
+        return None
+
+
+async def _unknown_settings(run: _Pass) -> None:
+    """REAPER_* names reaper does not know (a typo whose default applies silently): the
+    command line refuses them for `reap` and `serve` in enforce mode; where nobody reads a
+    command's stderr (the Lambda functions, which never stop for it) the pass says so once."""
+    names = run.settings.unknown_names
+    if names and not run.settings.allow_unknown:
+        await run.alert_once(UNKNOWN_EPISODE, messages.unknown_settings(names), ",".join(names))
+    else:
+        run.store.close_episode(UNKNOWN_EPISODE)
+
+
 async def _run(run: _Pass, max_terminations: int | None) -> None:
     settings, store, report, now = run.settings, run.store, run.report, run.started
     report.no_channel = not settings.human_channel
@@ -919,7 +1135,9 @@ async def _run(run: _Pass, max_terminations: int | None) -> None:
                 else ""
             ),
         )
-    fleet = await run.list_all()
+    await _unknown_settings(run)
+    await run.announce_pending()
+    await run.list_all()
     problem = run.clock_problem()
     if problem:
         report.clock_behind, report.clock_problem = True, problem
@@ -927,21 +1145,29 @@ async def _run(run: _Pass, max_terminations: int | None) -> None:
         await run.alert_once(CLOCK_EPISODE, messages.clock_behind(problem))
         return
     store.close_episode(CLOCK_EPISODE)
+    await run.set_aside_skewed()
+    fleet = run.seen.instances
     await run.reconcile(fleet)
     history = pass_history(store, now)
+    run.planned = history
     plan = decide(fleet, history, now, settings, max_terminations=max_terminations)
     report.instances = plan.instances
     report.cap_exceeded = plan.cap_exceeded
     run.require_lease("after listing")
     _apply_clock_changes(store, plan, history)
     previous = {(x.provider, x.account): x for x in store.listings()}
-    for key in _vanished(history, run.seen, previous):
+    ended, missed = _absences(history, run.seen, previous, now, settings.reap_every)
+    for key in ended:
         store.reset_stopped_clock(key)
+    for key in missed - set(history.missing_since):
+        store.mark_missing(key, now)
+    for key in set(history.missing_since) & {i.key for i in fleet}:
+        store.clear_missing(key)
     _record_listings(run, plan.instances)
 
     # The money guards reuse this listing and run beside the actions: they only alert, never
     # act, and never fail a pass.
-    guards = asyncio.create_task(guard_pass(run.ctx, run.seen, report.instances))
+    guards = asyncio.create_task(_guards_in_time(run))
     try:
         await _act(run, plan, max_terminations)
         _end_carried_out(store, history, report.actions)
@@ -962,14 +1188,6 @@ async def _run(run: _Pass, max_terminations: int | None) -> None:
             exit_code=report.exit_code,
         )
     )
-
-
-def pass_history(store: Store, now: datetime) -> History:
-    """The store's history with the open "terminate now" requests in it, as the policy reads
-    it (in the plan and again right before each delete)."""
-    history = store.history()
-    requests = {r.key: r for r in store.termination_requests(now)}
-    return history.model_copy(update={"requests": requests}) if requests else history
 
 
 def _apply_clock_changes(store: Store, plan: Plan, history: History) -> None:
@@ -1039,24 +1257,26 @@ async def _act(run: _Pass, plan: Plan, max_terminations: int | None) -> None:
     report.actions += await run.warn_all(warn)
     await run.observe_holds(held)
     report.actions += [_result(d) for d in plan.decisions if d.action in ("hold", "protect")]
+    run.mark_held(held)
 
     cap = settings.max_terminations if max_terminations is None else max_terminations
     source = "REAPER_MAX_TERMINATIONS" if max_terminations is None else "--max-terminations"
     report.cap, report.cap_source = cap, source
     if plan.cap_exceeded:
-        capped = [d.instance for d in held]
+        capped = [d.instance for d in held if d.instance.key in plan.capped]
         await run.alert_once(
             CAP_EPISODE, messages.cap_exceeded(plan.due_count, cap, capped, source)
         )
     else:
         run.store.close_episode(CAP_EPISODE)
 
-    unheard = [d for d in held if NO_CHANNEL_REASON in d.reason]
+    unheard = [d.instance for d in held if d.exempt == "no_channel"]
     if unheard:
-        alert = messages.no_channel_hold(len(unheard), settings.channel_hint)
+        alert = messages.no_channel_hold(unheard, settings.channel_hint)
         await run.alert_once(NO_CHANNEL_EPISODE, alert)
     else:
         run.store.close_episode(NO_CHANNEL_EPISODE)
+    await run.alert_exemptions(plan.decisions)
 
     if due:
         report.actions += await run.terminate_all(due)
@@ -1076,11 +1296,19 @@ class RequestOutcome:
     why: str = ""
 
 
+# Why a "terminate now" is refused when it was issued with the warning of another stretch.
+STALE_REQUEST = "it was started and stopped again since this warning: a new warning will come"
+UNBOUND_REQUEST = (
+    "this button was sent by an older reaper and names no stopped stretch: use the button of"
+    " the next warning"
+)
+
+
 def _why_not(inst: Instance, decision: Decision | None, settings: Settings) -> str:
     if inst.state != "stopped":
         return f"it is {inst.state} now ({inst.raw_status})"
     if decision is None or decision.action == "warn":
-        return "it was started and stopped again since the request (a new stopped stretch)"
+        return STALE_REQUEST
     if decision.action == "hold" and settings.mode == "observe":
         return "REAPER_MODE=observe destroys nothing"
     return decision.reason
@@ -1109,7 +1337,7 @@ async def request_pass(
         return RequestOutcome("refused", f"no account of {provider} is configured")
     narrow = dataclasses.replace(ctx, clients=clients)
     now = ctx.clock.now()
-    owner = uuid.uuid4().hex
+    owner = lease_owner()
     if not store.acquire_lease(LEASE_NAME, owner, now, LEASE_TTL):
         log.event("request", id=key, result="lease_taken")
         return RequestOutcome("later", "a reap pass is running now")
@@ -1123,7 +1351,7 @@ async def request_pass(
         report=ReapReport(dry_run=ctx.dry_run, mode=settings.mode, at=now),
     )
     try:
-        outcome = await _request(run, key)
+        outcome = await run.leased(_request(run, key))
     except LeaseLost:
         outcome = RequestOutcome("later", "the reap lease was lost")
     finally:
@@ -1135,11 +1363,12 @@ async def request_pass(
 
 
 async def _request(run: _Pass, key: str) -> RequestOutcome:
-    fleet = await run.list_all()
+    await run.list_all()
     problem = run.clock_problem()
     if problem:
         return RequestOutcome("later", problem)
-    listed = [i for i in fleet if i.key == key]
+    await run.set_aside_skewed()
+    listed = [i for i in run.seen.instances if i.key == key]
     if not listed:
         if run.seen.errors:
             return RequestOutcome("later", f"the listing failed ({run.seen.errors[0].message})")
@@ -1148,6 +1377,10 @@ async def _request(run: _Pass, key: str) -> RequestOutcome:
     plan = decide(listed, history, run.started, run.settings)
     _apply_clock_changes(run.store, plan, history)
     [inst] = plan.instances
+    request = history.requests.get(key)
+    if inst.state == "stopped" and request is not None and request.stretch != inst.stopped_since:
+        # Bound to the stretch of the warning it came with: a restart since voids it.
+        return RequestOutcome("refused", STALE_REQUEST if request.stretch else UNBOUND_REQUEST)
     decision = plan.decisions[0] if plan.decisions else None
     if decision is None or decision.action != "terminate":
         return RequestOutcome("refused", _why_not(inst, decision, run.settings))
@@ -1169,9 +1402,11 @@ async def run_pass(
     max_terminations: int | None = None,
     notifier: Notifier | None = None,
     clock: Clock | None = None,
+    deadline: PassDeadline | None = None,
 ) -> ReapReport:
     """One pass as the CLI, `serve` and Lambda run it: clients and notifier from the settings
-    (a dry run alerts no one), the clients closed whatever happens."""
+    (a dry run alerts no one), the clients closed whatever happens. `deadline`: the pass's
+    time (Lambda: no later than the invocation's remaining time allows)."""
     from reaper.channels.base import SilentNotifier
     from reaper.channels.fanout import make_notifier
     from reaper.providers.plugins import make_clients
@@ -1188,6 +1423,7 @@ async def run_pass(
             clock or SystemClock(),
             dry_run=dry_run,
             max_terminations=max_terminations,
+            deadline=deadline,
         )
     finally:
         await asyncio.gather(*(c.aclose() for c in clients), return_exceptions=True)

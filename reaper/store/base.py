@@ -8,6 +8,7 @@ share one store safely.
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from typing import TYPE_CHECKING, Protocol, TypeVar
 
@@ -60,6 +61,14 @@ def utc_record(record: _Record) -> _Record:
     return record.model_copy(update=update) if update else record
 
 
+@dataclass(frozen=True)
+class Lease:
+    """Who holds a lease (the reap pass's owner reads `<host>:<pid>:<token>`) and until when."""
+
+    owner: str
+    expires_at: datetime
+
+
 class ReadOnlyStoreError(RuntimeError):
     """A write was attempted on a store opened read-only (a dry run)."""
 
@@ -97,21 +106,45 @@ class Store(Protocol):
         ...
 
     def reset_stopped_clock(self, key: str) -> None:
-        """The instance runs again: forget its stretch and the stretch's warnings."""
+        """The instance runs again (or is gone): forget its stretch and the stretch's
+        warnings."""
+        ...
+
+    def mark_missing(self, key: str, at: datetime) -> None:
+        """A complete listing at `at` missed the instance of this recorded stretch: keep the
+        first such time (a no-op when one is kept, or when no stretch is recorded)."""
+        ...
+
+    def clear_missing(self, key: str) -> None:
+        """The instance was listed again: forget that a listing missed it."""
         ...
 
     def record_warning(self, key: str, warning: WarningRecord) -> None:
         """Record the termination warning of the current stretch, replacing any earlier one.
 
         Replacing is always safe: the policy asks for a warning only when none licenses a
-        termination, and a newer warning can only move a termination later. One pass at a time
-        (the fenced lease) is what keeps two passes from warning side by side.
+        termination. One pass at a time (the fenced lease) is what keeps two passes from
+        warning side by side.
         """
         ...
 
-    def keep(self, kept: KeptInstance) -> None: ...
+    def mark_warning_held(self, key: str, warned_at: datetime, at: datetime) -> bool:
+        """The termination the key's warning licenses was held back at `at` (the cap, observe
+        mode): set its `held_at`, only if the recorded warning is still the one delivered at
+        `warned_at` (one conditional write: a warning dropped meanwhile is never brought
+        back). False when it is not."""
+        ...
 
-    def unkeep(self, key: str) -> bool: ...
+    def keep(self, kept: KeptInstance) -> None:
+        """Record the keep and drop the key's warning and "terminate now" request: a warning
+        (or a press) answered with a keep leads to no termination once the keep ends (the
+        next pass warns anew). They go first: a crash between leaves no license behind."""
+        ...
+
+    def unkeep(self, key: str) -> bool:
+        """End the key's keep and drop its warning and request, as `keep` does; True if a keep
+        was recorded."""
+        ...
 
     # --- the reap lease -----------------------------------------------------------------
     def acquire_lease(self, name: str, owner: str, now: datetime, ttl: timedelta) -> bool:
@@ -125,6 +158,10 @@ class Store(Protocol):
 
     def release_lease(self, name: str, owner: str) -> None:
         """Release the lease if `owner` holds it; otherwise change nothing."""
+        ...
+
+    def lease_holder(self, name: str) -> Lease | None:
+        """Who holds the named lease and until when, expired or not; None when nobody."""
         ...
 
     # --- audit and runs -----------------------------------------------------------------

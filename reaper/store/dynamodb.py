@@ -6,7 +6,7 @@ partition (no Scan, no index):
 
 | pk        | sk                              | attributes                                      |
 |-----------|---------------------------------|-------------------------------------------------|
-| `history` | `stop#<instance key>`           | `since`, `warned_*` (the stretch, its warning)  |
+| `history` | `stop#<instance key>`           | `since`, `started`, `missing_since`, `warned_*` |
 | `history` | `keep#<instance key>`           | `since`, `until`                                |
 | `lease`   | `<name>`                        | `owner`, `expires_at`, `ttl`                    |
 | `audit`   | `<requested_at>#<provider>#<id>`| `record` (JSON)                                 |
@@ -24,7 +24,11 @@ partition (no Scan, no index):
 | `pinglog` | `<host>#<slot 000-099>`         | `seq`, `event` (JSON): the monitor's ping log   |
 | `session` | `<sha256 of a session's nonce>` | `expires_at`, `ttl`: a signed-in status page    |
 
-A `history/keep#...` item also carries `by` (who kept it) when recorded. The status page reads
+A `history/stop#...` item holds the stretch (`since`, the provider's start time `started`, the
+first listing that missed it `missing_since`) and its warning (`warned_at`, `warned_heard`,
+`warned_mode`, `warned_terminate_at`, `warned_stretch`, `warned_issued_at`, `warned_ttl` and
+`warned_warn_before` in seconds, `warned_held_at`): deleting the item forgets both at once. A
+`history/keep#...` item also carries `by` (who kept it) when recorded. The status page reads
 the `listing`, `history`, `monitor`, `audit` (since 30 days) and `snapshot` (since 30 days)
 partitions and the newest `reap` item: a fixed handful of single-partition Queries, whatever
 the fleet's size, and never a provider.
@@ -72,6 +76,7 @@ from reaper.core.records import Monitor, PingEvent
 from reaper.core.units import as_utc
 from reaper.store.base import (
     SNAPSHOT_RETENTION,
+    Lease,
     ReadOnlyStoreError,
     last_heard,
     log_slot,
@@ -153,6 +158,74 @@ def _key(pk: str, sk: str) -> Item:
 def _str(item: Mapping[str, Any], name: str) -> str | None:
     value = item.get(name)
     return None if value is None else str(value["S"])
+
+
+# A warning's attributes on its stretch's item (`history/stop#<key>`).
+_WARNING_ATTRIBUTES = (
+    "warned_at",
+    "warned_heard",
+    "warned_mode",
+    "warned_terminate_at",
+    "warned_stretch",
+    "warned_issued_at",
+    "warned_ttl",
+    "warned_warn_before",
+    "warned_held_at",
+)
+
+
+def _opt_s(moment: datetime | None) -> dict[str, str] | None:
+    return None if moment is None else _s(time_text(moment))
+
+
+def _opt_seconds(delta: timedelta | None) -> dict[str, str] | None:
+    return None if delta is None else {"N": repr(delta.total_seconds())}
+
+
+def _warning_attributes(warning: WarningRecord) -> dict[str, Any]:
+    """Each of `_WARNING_ATTRIBUTES` as DynamoDB stores it; None: not set (removed)."""
+    return {
+        "warned_at": _s(time_text(warning.at)),
+        "warned_heard": {"BOOL": warning.heard},
+        "warned_mode": _s(warning.mode),
+        "warned_terminate_at": _opt_s(warning.terminate_at),
+        "warned_stretch": _opt_s(warning.stretch),
+        "warned_issued_at": _opt_s(warning.issued_at),
+        "warned_ttl": _opt_seconds(warning.ttl),
+        "warned_warn_before": _opt_seconds(warning.warn_before),
+        "warned_held_at": _opt_s(warning.held_at),
+    }
+
+
+def _warning(item: Mapping[str, Any]) -> WarningRecord | None:
+    """The warning on a stretch's item, None when it has none. Written before `warned_heard`
+    and `warned_mode` existed: an unheard observe warning; before `warned_stretch`: a warning
+    of no known stretch. Neither licenses anything (the next pass warns anew)."""
+    from reaper.core.models import WarningRecord
+
+    warned_at = _str(item, "warned_at")
+    if warned_at is None:
+        return None
+
+    def moment(name: str) -> datetime | None:
+        text = _str(item, name)
+        return None if text is None else text_time(text)
+
+    def seconds(name: str) -> timedelta | None:
+        value = item.get(name)
+        return None if value is None else timedelta(seconds=float(value["N"]))
+
+    return WarningRecord(
+        at=text_time(warned_at),
+        heard=bool(item.get("warned_heard", {}).get("BOOL", False)),
+        mode="enforce" if _str(item, "warned_mode") == "enforce" else "observe",
+        terminate_at=moment("warned_terminate_at"),
+        stretch=moment("warned_stretch"),
+        issued_at=moment("warned_issued_at"),
+        ttl=seconds("warned_ttl"),
+        warn_before=seconds("warned_warn_before"),
+        held_at=moment("warned_held_at"),
+    )
 
 
 def _error_code(error: BaseException) -> str | None:
@@ -264,10 +337,11 @@ class DynamoDBStore:
 
     # --- the reap history ----------------------------------------------------------------
     def history(self) -> History:
-        from reaper.core.models import History, KeptInstance, WarningRecord
+        from reaper.core.models import History, KeptInstance
 
         first_seen: dict[str, datetime] = {}
         started_seen: dict[str, datetime] = {}
+        missing: dict[str, datetime] = {}
         warned: dict[str, WarningRecord] = {}
         kept: dict[str, KeptInstance] = {}
         for item in self._query("history"):
@@ -278,16 +352,10 @@ class DynamoDBStore:
                     first_seen[key] = text_time(since)
                 if (started := _str(item, "started")) is not None:
                     started_seen[key] = text_time(started)
-                if (warned_at := _str(item, "warned_at")) is not None:
-                    terminate_at = _str(item, "warned_terminate_at")
-                    warned[key] = WarningRecord(
-                        at=text_time(warned_at),
-                        # Written before these fields existed: an unheard observe warning,
-                        # which licenses nothing (the next pass warns anew).
-                        heard=bool(item.get("warned_heard", {}).get("BOOL", False)),
-                        mode="enforce" if _str(item, "warned_mode") == "enforce" else "observe",
-                        terminate_at=None if terminate_at is None else text_time(terminate_at),
-                    )
+                if (missed := _str(item, "missing_since")) is not None:
+                    missing[key] = text_time(missed)
+                if (warning := _warning(item)) is not None:
+                    warned[key] = warning
             elif kind == "keep" and since is not None:
                 until = _str(item, "until")
                 kept[key] = KeptInstance(
@@ -299,6 +367,7 @@ class DynamoDBStore:
         return History(
             first_seen_stopped=first_seen,
             stretch_started=started_seen,
+            missing_since=missing,
             warnings=warned,
             kept=kept,
         )
@@ -324,19 +393,39 @@ class DynamoDBStore:
         self._writable()
         self._client.delete_item(TableName=self.table_name, Key=_key("history", f"stop#{key}"))
 
-    def record_warning(self, key: str, warning: WarningRecord) -> None:
+    def mark_missing(self, key: str, at: datetime) -> None:
+        """Only on a recorded stretch (an update would otherwise create the item)."""
         self._writable()
-        values: Item = {
-            ":at": _s(time_text(warning.at)),
-            ":heard": {"BOOL": warning.heard},
-            ":mode": _s(warning.mode),
-        }
-        update = "SET warned_at = :at, warned_heard = :heard, warned_mode = :mode"
-        if warning.terminate_at is not None:
-            update += ", warned_terminate_at = :terminate_at"
-            values[":terminate_at"] = _s(time_text(warning.terminate_at))
-        else:
-            update += " REMOVE warned_terminate_at"
+        self._conditional(
+            "update_item",
+            Key=_key("history", f"stop#{key}"),
+            UpdateExpression="SET missing_since = if_not_exists(missing_since, :at)",
+            ConditionExpression="attribute_exists(since)",
+            ExpressionAttributeValues={":at": _s(time_text(at))},
+        )
+
+    def clear_missing(self, key: str) -> None:
+        self._writable()
+        self._conditional(
+            "update_item",
+            Key=_key("history", f"stop#{key}"),
+            UpdateExpression="REMOVE missing_since",
+            ConditionExpression="attribute_exists(pk)",
+        )
+
+    def record_warning(self, key: str, warning: WarningRecord) -> None:
+        """Every `warned_*` attribute set or removed: nothing of an earlier warning remains."""
+        self._writable()
+        values: Item = {}
+        sets: list[str] = []
+        removes: list[str] = []
+        for name, value in _warning_attributes(warning).items():
+            if value is None:
+                removes.append(name)
+            else:
+                sets.append(f"{name} = :{name}")
+                values[f":{name}"] = value
+        update = "SET " + ", ".join(sets) + (" REMOVE " + ", ".join(removes) if removes else "")
         self._client.update_item(
             TableName=self.table_name,
             Key=_key("history", f"stop#{key}"),
@@ -344,8 +433,35 @@ class DynamoDBStore:
             ExpressionAttributeValues=values,
         )
 
-    def keep(self, kept: KeptInstance) -> None:
+    def mark_warning_held(self, key: str, warned_at: datetime, at: datetime) -> bool:
+        """Conditional on the recorded warning being the one delivered at `warned_at`."""
         self._writable()
+        return self._conditional(
+            "update_item",
+            Key=_key("history", f"stop#{key}"),
+            UpdateExpression="SET warned_held_at = :at",
+            ConditionExpression="warned_at = :warned",
+            ExpressionAttributeValues={
+                ":at": _s(time_text(at)),
+                ":warned": _s(time_text(warned_at)),
+            },
+        )
+
+    def _drop_warning(self, key: str) -> None:
+        self._conditional(
+            "update_item",
+            Key=_key("history", f"stop#{key}"),
+            UpdateExpression="REMOVE " + ", ".join(_WARNING_ATTRIBUTES),
+            ConditionExpression="attribute_exists(warned_at)",
+        )
+
+    def keep(self, kept: KeptInstance) -> None:
+        """The warning (and any "terminate now" request) is dropped first, then the keep
+        written: a crash in between leaves no license behind, only no keep (the person sees
+        the press fail)."""
+        self._writable()
+        self._drop_warning(kept.key)
+        self.end_termination_request(kept.key)
         item = {**_key("history", f"keep#{kept.key}"), "since": _s(time_text(kept.since))}
         if kept.until is not None:
             item["until"] = _s(time_text(kept.until))
@@ -355,6 +471,8 @@ class DynamoDBStore:
 
     def unkeep(self, key: str) -> bool:
         self._writable()
+        self._drop_warning(key)
+        self.end_termination_request(key)
         answer = self._client.delete_item(
             TableName=self.table_name, Key=_key("history", f"keep#{key}"), ReturnValues="ALL_OLD"
         )
@@ -407,6 +525,15 @@ class DynamoDBStore:
             ExpressionAttributeNames={"#owner": "owner"},
             ExpressionAttributeValues={":owner": _s(owner)},
         )
+
+    def lease_holder(self, name: str) -> Lease | None:
+        item = self._get("lease", name)
+        if item is None:
+            return None
+        owner, expires = _str(item, "owner"), _str(item, "expires_at")
+        if owner is None or expires is None:
+            return None
+        return Lease(owner=owner, expires_at=text_time(expires))
 
     # --- audit and runs ---------------------------------------------------------------------
     def record_termination(self, record: AuditRecord) -> None:

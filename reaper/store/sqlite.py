@@ -39,6 +39,7 @@ from reaper.core.monitors import SettingsChange, apply_change
 from reaper.core.records import Monitor, PingEvent
 from reaper.store.base import (
     SNAPSHOT_RETENTION,
+    Lease,
     ReadOnlyStoreError,
     log_slot,
     retired_to_delete,
@@ -62,7 +63,7 @@ if TYPE_CHECKING:  # pydantic models, imported where used: a cold ping needs non
     )
     from reaper.core.snapshot import Snapshot
 
-SCHEMA_VERSION = 3
+SCHEMA_VERSION = 4
 BUSY_TIMEOUT_SECONDS = 5.0
 # A checkpoint (copying the WAL into the file, then fsync) runs inside the commit that crosses
 # this much WAL, on the request that made it. Since every ping also writes its log row (a page
@@ -121,17 +122,20 @@ CREATE TABLE ping_log (
 ) WITHOUT ROWID;
 """
 
-# The table version 3 added: the status page's sessions, so that signing out ends one.
-_TABLES_OF_3 = """
+# The table version 4 added: the status page's sessions, so that signing out ends one.
+_TABLES_OF_4 = """
 CREATE TABLE sessions (id TEXT PRIMARY KEY, expires_at TEXT NOT NULL) WITHOUT ROWID;
 """
 
 _SCHEMA = (
     """
-CREATE TABLE stopped_clock (key TEXT PRIMARY KEY, since TEXT NOT NULL, started TEXT) WITHOUT ROWID;
+CREATE TABLE stopped_clock (
+    key TEXT PRIMARY KEY, since TEXT NOT NULL, started TEXT, missing_since TEXT
+) WITHOUT ROWID;
 CREATE TABLE warnings (
     key TEXT PRIMARY KEY, at TEXT NOT NULL,
-    heard INTEGER NOT NULL DEFAULT 0, mode TEXT NOT NULL DEFAULT 'observe', terminate_at TEXT
+    heard INTEGER NOT NULL DEFAULT 0, mode TEXT NOT NULL DEFAULT 'observe', terminate_at TEXT,
+    stretch TEXT, issued_at TEXT, ttl REAL, warn_before REAL, held_at TEXT
 ) WITHOUT ROWID;
 CREATE TABLE kept (
     key TEXT PRIMARY KEY, since TEXT NOT NULL, until TEXT, kept_by TEXT
@@ -160,13 +164,25 @@ CREATE TABLE episodes (
 ) WITHOUT ROWID;
 """
     + _TABLES_OF_2
-    + _TABLES_OF_3
+    + _TABLES_OF_4
 )
 
+# The columns version 3 added: a warning's license facts (its stretch, when and under which
+# settings its deadline was computed, the last pass the cap held it) and the first miss of a
+# recorded stretch.
+_COLUMNS_OF_3 = """
+ALTER TABLE stopped_clock ADD COLUMN missing_since TEXT;
+ALTER TABLE warnings ADD COLUMN stretch TEXT;
+ALTER TABLE warnings ADD COLUMN issued_at TEXT;
+ALTER TABLE warnings ADD COLUMN ttl REAL;
+ALTER TABLE warnings ADD COLUMN warn_before REAL;
+ALTER TABLE warnings ADD COLUMN held_at TEXT;
+"""
+
 # Each step takes a database of the version before it to the version after it. A warning
-# written before version 2 knew neither whether a person heard it nor its mode: it reads as an
-# unheard observe warning, which licenses nothing, so the first pass after the upgrade warns
-# anew with the full notice.
+# written before version 2 knew neither whether a person heard it nor its mode; one written
+# before version 3 does not say which stretch it was for: either licenses nothing, so the
+# first pass after the upgrade warns anew with the full notice.
 _MIGRATIONS: dict[int, str] = {
     2: """
 ALTER TABLE stopped_clock ADD COLUMN started TEXT;
@@ -176,7 +192,8 @@ ALTER TABLE warnings ADD COLUMN terminate_at TEXT;
 ALTER TABLE kept ADD COLUMN kept_by TEXT;
 """
     + _TABLES_OF_2,
-    3: _TABLES_OF_3,
+    3: _COLUMNS_OF_3,
+    4: _TABLES_OF_4,
 }
 
 # A mute changes no pause, so the time of its change dates nothing.
@@ -232,6 +249,68 @@ class StoreSchemaError(RuntimeError):
 
 def _opt_dt(text: str | None) -> datetime | None:
     return None if text is None else text_time(text)
+
+
+def _opt_text(moment: datetime | None) -> str | None:
+    return None if moment is None else time_text(moment)
+
+
+def _opt_seconds(delta: timedelta | None) -> float | None:
+    return None if delta is None else delta.total_seconds()
+
+
+def _opt_delta(seconds: float | None) -> timedelta | None:
+    return None if seconds is None else timedelta(seconds=seconds)
+
+
+# A warning's columns, in the order `_warning_row` writes and `_warning` reads them.
+_SELECT_WARNINGS = (
+    "SELECT key, at, heard, mode, terminate_at, stretch, issued_at, ttl, warn_before, held_at"
+    " FROM warnings"
+)
+_UPSERT_WARNING = (
+    "INSERT INTO warnings"
+    " (key, at, heard, mode, terminate_at, stretch, issued_at, ttl, warn_before, held_at)"
+    " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT (key) DO UPDATE SET"
+    " at = excluded.at, heard = excluded.heard, mode = excluded.mode,"
+    " terminate_at = excluded.terminate_at, stretch = excluded.stretch,"
+    " issued_at = excluded.issued_at, ttl = excluded.ttl, warn_before = excluded.warn_before,"
+    " held_at = excluded.held_at"
+)
+
+
+def _warning_row(warning: WarningRecord) -> tuple[Any, ...]:
+    return (
+        time_text(warning.at),
+        int(warning.heard),
+        warning.mode,
+        _opt_text(warning.terminate_at),
+        _opt_text(warning.stretch),
+        _opt_text(warning.issued_at),
+        _opt_seconds(warning.ttl),
+        _opt_seconds(warning.warn_before),
+        _opt_text(warning.held_at),
+    )
+
+
+def _warning(row: tuple[Any, ...]) -> WarningRecord:
+    """A warning as `_warning_row` wrote it. One written before version 2 knew neither whether
+    a person heard it nor its mode; one before version 3 not its stretch: both license nothing
+    (`reaper.core.license`)."""
+    from reaper.core.models import WarningRecord
+
+    at, heard, mode, terminate_at, stretch, issued_at, ttl, warn_before, held_at = row
+    return WarningRecord(
+        at=text_time(at),
+        heard=bool(heard),
+        mode="enforce" if mode == "enforce" else "observe",
+        terminate_at=_opt_dt(terminate_at),
+        stretch=_opt_dt(stretch),
+        issued_at=_opt_dt(issued_at),
+        ttl=_opt_delta(ttl),
+        warn_before=_opt_delta(warn_before),
+        held_at=_opt_dt(held_at),
+    )
 
 
 def _make_private_dirs(directory: Path) -> None:
@@ -432,28 +511,23 @@ class SQLiteStore:
 
     # --- the reap history ----------------------------------------------------------------
     def history(self) -> History:
-        from reaper.core.models import History, KeptInstance, WarningRecord
+        from reaper.core.models import History, KeptInstance
 
         with self._read() as conn:
-            stopped = conn.execute("SELECT key, since, started FROM stopped_clock").fetchall()
-            warnings = conn.execute(
-                "SELECT key, at, heard, mode, terminate_at FROM warnings"
+            stopped = conn.execute(
+                "SELECT key, since, started, missing_since FROM stopped_clock"
             ).fetchall()
+            warnings = conn.execute(_SELECT_WARNINGS).fetchall()
             kept = conn.execute("SELECT key, since, until, kept_by FROM kept").fetchall()
         return History(
-            first_seen_stopped={key: text_time(since) for key, since, _started in stopped},
+            first_seen_stopped={key: text_time(since) for key, since, *_ in stopped},
             stretch_started={
-                key: text_time(started) for key, _since, started in stopped if started
+                key: text_time(started) for key, _since, started, _missing in stopped if started
             },
-            warnings={
-                key: WarningRecord(
-                    at=text_time(at),
-                    heard=bool(heard),
-                    mode="enforce" if mode == "enforce" else "observe",
-                    terminate_at=_opt_dt(terminate_at),
-                )
-                for key, at, heard, mode, terminate_at in warnings
+            missing_since={
+                key: text_time(missing) for key, _since, _started, missing in stopped if missing
             },
+            warnings={key: _warning(row) for key, *row in warnings},
             kept={
                 key: KeptInstance(
                     key=key, since=text_time(since), until=_opt_dt(until), by=by or ""
@@ -478,19 +552,40 @@ class SQLiteStore:
             conn.execute("DELETE FROM stopped_clock WHERE key = ?", (key,))
             conn.execute("DELETE FROM warnings WHERE key = ?", (key,))
 
-    def record_warning(self, key: str, warning: WarningRecord) -> None:
-        terminate_at = None if warning.terminate_at is None else time_text(warning.terminate_at)
+    def mark_missing(self, key: str, at: datetime) -> None:
         with self._write() as conn:
             conn.execute(
-                "INSERT INTO warnings (key, at, heard, mode, terminate_at) VALUES (?, ?, ?, ?, ?) "
-                "ON CONFLICT (key) DO UPDATE SET at = excluded.at, heard = excluded.heard, "
-                "mode = excluded.mode, terminate_at = excluded.terminate_at",
-                (key, time_text(warning.at), int(warning.heard), warning.mode, terminate_at),
+                "UPDATE stopped_clock SET missing_since = ? "
+                "WHERE key = ? AND missing_since IS NULL",
+                (time_text(at), key),
             )
 
+    def clear_missing(self, key: str) -> None:
+        with self._write() as conn:
+            conn.execute("UPDATE stopped_clock SET missing_since = NULL WHERE key = ?", (key,))
+
+    def record_warning(self, key: str, warning: WarningRecord) -> None:
+        with self._write() as conn:
+            conn.execute(_UPSERT_WARNING, (key, *_warning_row(warning)))
+
+    def mark_warning_held(self, key: str, warned_at: datetime, at: datetime) -> bool:
+        """Conditional on the warning delivered at `warned_at` still being recorded: a keep
+        that dropped it meanwhile is never undone."""
+        with self._write() as conn:
+            cursor = conn.execute(
+                "UPDATE warnings SET held_at = ? WHERE key = ? AND at = ?",
+                (time_text(at), key, time_text(warned_at)),
+            )
+            return cursor.rowcount == 1
+
     def keep(self, kept: KeptInstance) -> None:
+        """The keep, and the key's warning and "terminate now" request dropped, in one
+        transaction: a warning (or a press) answered with a keep never leads to a termination
+        after the keep ends."""
         until = None if kept.until is None else time_text(kept.until)
         with self._write() as conn:
+            conn.execute("DELETE FROM warnings WHERE key = ?", (kept.key,))
+            conn.execute("DELETE FROM termination_requests WHERE key = ?", (kept.key,))
             conn.execute(
                 "INSERT INTO kept (key, since, until, kept_by) VALUES (?, ?, ?, ?) "
                 "ON CONFLICT (key) DO UPDATE SET since = excluded.since, until = excluded.until, "
@@ -499,7 +594,10 @@ class SQLiteStore:
             )
 
     def unkeep(self, key: str) -> bool:
+        """The keep ended and the key's warning and request dropped, in one transaction."""
         with self._write() as conn:
+            conn.execute("DELETE FROM warnings WHERE key = ?", (key,))
+            conn.execute("DELETE FROM termination_requests WHERE key = ?", (key,))
             return conn.execute("DELETE FROM kept WHERE key = ?", (key,)).rowcount == 1
 
     # --- the reap lease ---------------------------------------------------------------------
@@ -528,6 +626,10 @@ class SQLiteStore:
     def release_lease(self, name: str, owner: str) -> None:
         with self._write() as conn:
             conn.execute("DELETE FROM leases WHERE name = ? AND owner = ?", (name, owner))
+
+    def lease_holder(self, name: str) -> Lease | None:
+        row = self._query_one("SELECT owner, expires_at FROM leases WHERE name = ?", (name,))
+        return None if row is None else Lease(owner=row[0], expires_at=text_time(row[1]))
 
     # --- audit and runs ---------------------------------------------------------------------
     def record_termination(self, record: AuditRecord) -> None:

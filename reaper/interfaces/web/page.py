@@ -192,6 +192,48 @@ def _stopped(view: FleetView, settings: Settings, csrf: str) -> str:
     )
 
 
+# What a person can do about each exemption, on the page.
+_NEEDS_YOU_ADVICE = {
+    "unreadable_protection": "its protection cannot be read, so it is never terminated: check"
+    " it in the console, and terminate it there or keep it on purpose",
+    "cluster": "terminate its cluster in the console",
+    "cap": "the termination cap holds it: raise REAPER_MAX_TERMINATIONS or run"
+    " `reaper reap --max-terminations N`",
+    "no_channel": "no alert channel reaches a person: configure one",
+}
+
+
+def _needs_you(view: FleetView) -> str:
+    """Past the deadline and left alone for a reason a person may not intend: first on the
+    page, since nothing will happen to them by itself."""
+    items = view.needs_you
+    if not items:
+        return ""
+    rows = []
+    for item in items:
+        inst = item.instance
+        per_month = (
+            ""
+            if inst.cost_per_hour is None
+            else f" ({money(inst.cost_per_hour * HOURS_PER_MONTH)}/month)"
+        )
+        advice = _NEEDS_YOU_ADVICE.get(item.exempt or "", "")
+        rows.append(
+            f'<li id="n-{_anchor(inst.key)}" class="instance needs-you">'
+            f'<span class="name">{esc(inst.name or inst.id)}</span>'
+            f'<span class="money">{esc(_rate(inst.cost_per_hour))}{esc(per_month)}</span>'
+            f'<span class="line small dim">{_where(inst)} · stopped since '
+            f"{when(inst.stopped_since, view.now)}</span>"
+            f'<span class="line"><span class="warn verdict">{esc(item.reason)}</span></span>'
+            f'<span class="line small">{esc(advice)}</span>'
+            "</li>"
+        )
+    return (
+        '<section class="card" id="needs-you"><h2>Needs you — past the deadline, not reaped'
+        f'</h2><ul class="rows">{"".join(rows)}</ul></section>'
+    )
+
+
 def _other(view: FleetView) -> str:
     if not view.other:
         return ""
@@ -369,6 +411,7 @@ def status_page(view: FleetView, settings: Settings, csrf: str) -> bytes:
         (
             _header(view, settings, csrf),
             _tiles(view),
+            _needs_you(view),
             _running(view),
             _stopped(view, settings, csrf),
             _other(view),

@@ -114,6 +114,13 @@ class FleetView:
         return sum(i.cost_per_hour or 0.0 for i in self.running)
 
     @property
+    def needs_you(self) -> list[Outlook]:
+        """Stopped instances past their deadline that the reaper will not terminate, for a
+        reason a person may not intend (the policy's `exempt`): what a pass alerts and exits 1
+        for, read from the same decisions."""
+        return [o for o in self.stopped if o.exempt is not None]
+
+    @property
     def storage_per_hour(self) -> float:
         return sum(o.instance.cost_per_hour or 0.0 for o in self.stopped)
 
@@ -225,7 +232,12 @@ def build_view(
         watchdogs=watchdogs,
         watchdog_of=watchdog_of,
         kept={k: v for k, v in history.kept.items() if v.active(now)},
-        audit=sorted(audit, key=lambda r: r.requested_at, reverse=True)[:AUDIT_SHOWN],
+        # A delete that never left (`not_sent`) is no termination.
+        audit=sorted(
+            (r for r in audit if r.result != "not_sent"),
+            key=lambda r: r.requested_at,
+            reverse=True,
+        )[:AUDIT_SHOWN],
         snapshots=snapshots,
         last_reap=last_reap,
         accounts=_accounts(listings, snapshots),
