@@ -13,7 +13,7 @@ import pytest
 
 from emulators.digitalocean import DigitalOceanEmulator
 from reaper.core.models import History, Instance
-from reaper.core.policy import protection_reason
+from reaper.core.policy import protection_reason, unreadable_exemption
 from reaper.providers.digitalocean import canonical_id
 from reaper.providers.digitalocean.client import POWERED_OFF_NOTE, parse_droplet
 from reaper.providers.plugins import provider_host
@@ -204,3 +204,12 @@ def test_the_names_shown_are_text() -> None:
     inst = read(droplet(name="train\u202egnp.exe", tags=["a\u202eb"]))
     assert "\u202e" not in inst.name
     assert all("\u202e" not in t for t in inst.tags)
+
+
+def test_a_tag_marker_is_a_deliberate_protection_not_an_exemption() -> None:
+    """A droplet whose `locked` cannot be read is protected either way; only one that nothing
+    else protects is an exemption a person must hear of. A tag with the marker is deliberate."""
+    tagged = read(droplet(locked=None, tags=["reaper:keep"]))
+    bare = read(droplet(locked=None))
+    assert not unreadable_exemption(tagged, History(), NOW, "reaper:keep")
+    assert unreadable_exemption(bare, History(), NOW, "reaper:keep")
