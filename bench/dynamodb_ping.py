@@ -120,9 +120,9 @@ def _ring(client: Any, pings: int, monitors: int, body: bytes) -> tuple[Costs, f
     """reaper's own ping path on DynamoDB."""
     from emulators.channels import RecordingNotifier
     from emulators.clock import FakeClock
-    from reaper.config import Settings, StateURL
     from reaper.core.heartbeat import Ping
     from reaper.passes.ping import record_ping
+    from reaper.settings.model import Settings, StateURL
     from reaper.store.dynamodb import DynamoDBStore
 
     counted = CountingClient(client, Costs())

@@ -37,12 +37,12 @@ from emulators.channels import RecordingNotifier
 from emulators.clock import FakeClock
 from reaper import log
 from reaper.clock import SystemClock
-from reaper.config import Settings, StateURL
 from reaper.core.models import Monitor
-from reaper.interfaces.http import Limits
+from reaper.interfaces.api import Limits
 from reaper.interfaces.ratelimit import Rate
 from reaper.interfaces.serve import build_asgi, serving
 from reaper.passes.watch import watch_pass
+from reaper.settings.model import Settings, StateURL
 from reaper.store.sqlite import SQLiteStore
 
 KEY = "bench-ping-key-0000"

@@ -54,12 +54,12 @@ def _key(name: str) -> str:
 async def _pass(config: dict[str, Any]) -> dict[str, Any]:
     from emulators.channels import RecordingNotifier
     from emulators.clock import FakeClock
-    from reaper.config import Account, load_settings
+    from reaper.app.settings import load_settings
     from reaper.passes.reap import reap_pass
-    from reaper.providers.base import ProviderClient
-    from reaper.providers.http import HttpOptions
+    from reaper.providers.base import HttpOptions, ProviderClient
     from reaper.providers.runpod.client import RunPodClient
     from reaper.providers.vast.client import VastClient
+    from reaper.settings.parse import Account
     from reaper.store.sqlite import SQLiteStore
 
     runpod_keys = [f"healthy={HEALTHY_RUNPOD_KEY}"] + [f"{n}={_key(n)}" for n in HOSTILE]

@@ -61,7 +61,7 @@ SCENARIOS = (
 
 
 def _settings(config: dict[str, Any]) -> Any:
-    from reaper.config import load_settings
+    from reaper.app.settings import load_settings
 
     return load_settings(
         {
@@ -81,9 +81,9 @@ def _settings(config: dict[str, Any]) -> Any:
 async def _pass(config: dict[str, Any]) -> dict[str, Any]:
     from emulators.channels import RecordingNotifier
     from emulators.clock import FakeClock
+    from reaper.app.wiring import make_clients
     from reaper.passes.reap import reap_pass
-    from reaper.providers.http import HttpOptions
-    from reaper.providers.plugins import make_clients
+    from reaper.providers.base import HttpOptions
     from reaper.store.sqlite import SQLiteStore
 
     settings = _settings(config)
@@ -103,9 +103,9 @@ async def _pass(config: dict[str, Any]) -> dict[str, Any]:
 
 async def _sequential(config: dict[str, Any]) -> dict[str, Any]:
     """The naive way: one call at a time, list, delete each, re-list each account."""
+    from reaper.app.wiring import make_clients
     from reaper.core.policy import decide
-    from reaper.providers.http import HttpOptions
-    from reaper.providers.plugins import make_clients
+    from reaper.providers.base import HttpOptions
     from reaper.store.sqlite import SQLiteStore
 
     settings = _settings(config)

@@ -28,6 +28,16 @@ from datetime import datetime
 from typing import Any, Literal
 from urllib.parse import urlencode
 
+from emulators.fleet import (
+    FleetError,
+    ProviderFleet,
+    checked_bool,
+    checked_choice,
+    checked_number,
+    checked_object,
+    checked_owner,
+    checked_string,
+)
 from emulators.server import EmulatorServer, FleetEntry, Request, Response, iso
 
 _DROPLET_PATH = re.compile(r"^/v2/droplets/([^/]+)$")
@@ -50,6 +60,47 @@ DEFAULT_GPU = "gpu-h100x1-80gb"
 PagingFault = Literal["no_next", "repeat", "skip", "not_object", "no_total"]
 
 
+# --- its section of a fleet file (`emulators.fleet`) -------------------------------------------
+
+FLEET_STATUSES = ("new", "active", "off", "archive")
+_DROPLET_FIELDS = ("id", "account", "name", "status", "locked", "tags", "price_hourly", "gpu")
+
+
+def _droplet(value: Any, where: str, accounts: Mapping[str, str]) -> dict[str, Any]:
+    """One `droplets[]` entry as `add_droplet`'s arguments. `gpu`: a GPU size slug of
+    `GPU_SIZES` (an H100 when left out), or false for a plain droplet, which a GPU listing
+    never shows."""
+    raw = checked_object(value, where, _DROPLET_FIELDS)
+    droplet: dict[str, Any] = {}
+    if "id" in raw:
+        if isinstance(raw["id"], bool) or not isinstance(raw["id"], int) or raw["id"] <= 0:
+            raise FleetError(f"{where}.id: expected a whole number above 0, got {raw['id']!r}")
+        droplet["droplet_id"] = raw["id"]
+    droplet["account"] = checked_owner(raw.get("account"), f"{where}.account", accounts)
+    if "name" in raw:
+        droplet["name"] = checked_string(raw["name"], f"{where}.name")
+    if "status" in raw:
+        droplet["status"] = checked_choice(raw["status"], f"{where}.status", FLEET_STATUSES)
+    if "locked" in raw:
+        droplet["locked"] = checked_bool(raw["locked"], f"{where}.locked")
+    if "tags" in raw:
+        tags = raw["tags"]
+        if not isinstance(tags, list):
+            raise FleetError(f"{where}.tags: expected a list of strings")
+        droplet["tags"] = [checked_string(t, f"{where}.tags[{i}]") for i, t in enumerate(tags)]
+    if "price_hourly" in raw:
+        droplet["price_hourly"] = checked_number(
+            raw["price_hourly"], f"{where}.price_hourly", high=1000
+        )
+    if "gpu" in raw:
+        gpu = raw["gpu"]
+        if gpu is not False and gpu not in GPU_SIZES:
+            choices = ", ".join(GPU_SIZES)
+            raise FleetError(f"{where}.gpu: expected false or one of {choices}, got {gpu!r}")
+        droplet["gpu"] = gpu
+    return droplet
+
+
 class DigitalOceanEmulator(EmulatorServer[int, FleetEntry]):
     """Control API: `add_droplet`, `add_droplet_json`, `set_status`, `modify_droplet`,
     `add_raw_droplet`, `remove_droplet`, `add_volume`, `set_balance`, plus the shared knobs of
@@ -63,6 +114,14 @@ class DigitalOceanEmulator(EmulatorServer[int, FleetEntry]):
     """
 
     provider = "digitalocean"
+    # Its section of a fleet file (`emulators.fleet.Emulated`).
+    FLEET_LIST = "droplets"
+    FLEET_FIELDS = _DROPLET_FIELDS
+    FLEET_ID = "droplet_id"
+    DEFAULT_KEY = "do-emulated-token-not-secret"
+    FLEET_STATUS = "status"
+    FLEET_STOPPED = ("off",)
+    fleet_entry = staticmethod(_droplet)
 
     def __init__(
         self,
@@ -92,6 +151,24 @@ class DigitalOceanEmulator(EmulatorServer[int, FleetEntry]):
     def api_url(self) -> str:
         """What `DIGITALOCEAN_API_URL` is set to."""
         return f"{self.url}/v2"
+
+    def environment(self, keys: str) -> dict[str, str]:
+        """The variables that point reaper at this emulator, `keys` its accounts' tokens."""
+        return {"DIGITALOCEAN_API_URL": self.api_url, "DIGITALOCEAN_TOKEN": keys}
+
+    def populate(self, section: ProviderFleet) -> list[str]:
+        """Its section of a fleet file, into this (started) emulator; the droplets' ids, in
+        order. A balance is the credit left, which DigitalOcean answers as a negative
+        month-to-date balance."""
+        now = self._now()
+        ids = [
+            str(self.add_droplet(**droplet, created_at=section.born(i, now)))
+            for i, droplet in enumerate(section.entries)
+        ]
+        for name, amount in section.balances.items():
+            owed = f"{-amount:.2f}"
+            self.set_balance(name, month_to_date_balance=owed, account_balance=owed)
+        return ids
 
     # ---- fleet control ---------------------------------------------------------------------
 

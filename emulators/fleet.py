@@ -12,45 +12,40 @@
       }
     }
 
+Every entry may also say how long it has been stopped when the emulators start
+(`"stopped_for": "23h55m"`, a stopped one only): no provider reports when an instance stopped,
+so `reaper emulate` seeds its own state with that clock, and warnings and terminations can be
+seen without waiting a day.
+
 Every section and field is optional (`fleet.example.json` beside this module shows them all);
 an unknown field, a wrong type or an unknown status is one line naming where it is
 (`runpod.pods[2].status: expected one of ...`), so that a typo never serves a different fleet
-than the one written.
+than the one written. Each provider's section is its emulator's own: the emulator class says
+what its list is called and checks each entry (`Emulated`), and its `populate` puts the section
+into a started emulator; the sections are those of the emulators given, by provider name.
 """
 
 from __future__ import annotations
 
 import json
 import re
-from collections.abc import Callable, Mapping
+from collections.abc import Mapping
 from dataclasses import dataclass, field
+from datetime import datetime, timedelta
 from pathlib import Path
-from typing import Any
+from typing import Any, Protocol
 
-from emulators.runpod import RunPodEmulator
-from emulators.vast import VastEmulator
+from reaper.settings.parse import ConfigError, parse_duration
 
 EXAMPLE = Path(__file__).resolve().parent / "fleet.example.json"
 
-RUNPOD_STATUSES = ("PROVISIONING", "STARTING", "RUNNING", "EXITED", "ERROR", "TERMINATED")
-VAST_STATUSES = (
-    "created",
-    "loading",
-    "running",
-    "stopped",
-    "exited",
-    "frozen",
-    "rebooting",
-    "scheduling",
-    "error",
-    "unknown",
-    "offline",
-)
-VAST_INTENTS = ("running", "stopped")
 _ACCOUNT = re.compile(r"[A-Za-z0-9_.-]{1,64}")
 _KEY = re.compile(r"[A-Za-z0-9_.-]{8,200}")
-_POD_ID = re.compile(r"[A-Za-z0-9_-]{1,64}")
-DEFAULT_KEYS = {"runpod": "rp-emulated-key-not-secret", "vast": "vast-emulated-key-not-secret"}
+# The field every entry may carry beside its emulator's own.
+STOPPED_FOR = "stopped_for"
+# Before its stopped stretch an instance was created (and last started) this long: a stretch
+# never begins before the instance's own creation or start.
+RAN_BEFORE = timedelta(hours=1)
 
 
 class FleetError(ValueError):
@@ -59,25 +54,54 @@ class FleetError(ValueError):
 
 @dataclass
 class ProviderFleet:
+    """`stopped_for`: per entry (same order), how long it has been stopped when the emulator
+    starts, None where the file says nothing."""
+
     accounts: dict[str, str]
     balances: dict[str, float] = field(default_factory=dict)
     entries: list[dict[str, Any]] = field(default_factory=list)
+    stopped_for: list[timedelta | None] = field(default_factory=list)
+
+    def born(self, index: int, now: datetime) -> datetime | None:
+        """When entry `index` was created and last started, for one stopped `stopped_for`
+        ago: an hour before that (None: the emulator's own default, now)."""
+        age = self.stopped_for[index] if index < len(self.stopped_for) else None
+        return None if age is None else now - age - RAN_BEFORE
 
 
 @dataclass
 class Fleet:
-    runpod: ProviderFleet
-    vast: ProviderFleet
+    """One section per provider, by its name, in the order of the emulators that read them."""
+
+    sections: dict[str, ProviderFleet]
 
     @property
-    def size(self) -> tuple[int, int]:
-        return len(self.runpod.entries), len(self.vast.entries)
+    def size(self) -> tuple[int, ...]:
+        return tuple(len(section.entries) for section in self.sections.values())
+
+
+class Emulated(Protocol):
+    """What an emulator class says of its section of the fleet file (see `RunPodEmulator`):
+    the list it holds (`FLEET_LIST`: "pods"), the fields of one entry, which of them is the
+    id, the key of its one account when the file names none, and how one entry is checked."""
+
+    FLEET_LIST: str
+    FLEET_FIELDS: tuple[str, ...]
+    FLEET_ID: str
+    DEFAULT_KEY: str
+    # The field of an entry that holds its status, and the statuses reaper reads as stopped
+    # (the only ones a `stopped_for` fits).
+    FLEET_STATUS: str
+    FLEET_STOPPED: tuple[str, ...]
+
+    @staticmethod
+    def fleet_entry(value: Any, where: str, accounts: Mapping[str, str]) -> dict[str, Any]: ...
 
 
 # --- checking, one field at a time ---------------------------------------------------------
 
 
-def _object(value: Any, where: str, allowed: tuple[str, ...]) -> dict[str, Any]:
+def checked_object(value: Any, where: str, allowed: tuple[str, ...]) -> dict[str, Any]:
     if not isinstance(value, dict):
         raise FleetError(f"{where}: expected an object, got {_kind(value)}")
     for name in value:
@@ -92,7 +116,7 @@ def _kind(value: Any) -> str:
     )
 
 
-def _string(value: Any, where: str, pattern: re.Pattern[str] | None = None) -> str:
+def checked_string(value: Any, where: str, pattern: re.Pattern[str] | None = None) -> str:
     if not isinstance(value, str):
         raise FleetError(f"{where}: expected a string, got {_kind(value)}")
     if pattern is not None and not pattern.fullmatch(value):
@@ -100,7 +124,7 @@ def _string(value: Any, where: str, pattern: re.Pattern[str] | None = None) -> s
     return value
 
 
-def _number(value: Any, where: str, *, low: float = 0.0, high: float | None = None) -> float:
+def checked_number(value: Any, where: str, *, low: float = 0.0, high: float | None = None) -> float:
     if isinstance(value, bool) or not isinstance(value, int | float) or value != value:
         raise FleetError(f"{where}: expected a number, got {_kind(value)}")
     if value < low or (high is not None and value > high):
@@ -109,27 +133,27 @@ def _number(value: Any, where: str, *, low: float = 0.0, high: float | None = No
     return float(value)
 
 
-def _choice(value: Any, where: str, choices: tuple[str, ...]) -> str:
+def checked_choice(value: Any, where: str, choices: tuple[str, ...]) -> str:
     if value not in choices:
         raise FleetError(f"{where}: expected one of {', '.join(choices)}, got {value!r}")
     return str(value)
 
 
-def _bool(value: Any, where: str) -> bool:
+def checked_bool(value: Any, where: str) -> bool:
     if not isinstance(value, bool):
         raise FleetError(f"{where}: expected true or false, got {_kind(value)}")
     return value
 
 
-def _accounts(value: Any, where: str, provider: str) -> dict[str, str]:
+def _accounts(value: Any, where: str, default_key: str) -> dict[str, str]:
     if value is None:
-        return {"emulated": DEFAULT_KEYS[provider]}
+        return {"emulated": default_key}
     if not isinstance(value, dict) or not value:
         raise FleetError(f"{where}: expected an object of account name -> key, at least one")
     keys = {}
     for name, key in value.items():
-        _string(name, f"{where} name", _ACCOUNT)
-        keys[name] = _string(key, f"{where}.{name}", _KEY)
+        checked_string(name, f"{where} name", _ACCOUNT)
+        keys[name] = checked_string(key, f"{where}.{name}", _KEY)
     if len(set(keys.values())) != len(keys):
         raise FleetError(f"{where}: two accounts have the same key")
     return keys
@@ -143,120 +167,68 @@ def _balances(value: Any, where: str, accounts: Mapping[str, str]) -> dict[str, 
     for name in value:
         if name not in accounts:
             raise FleetError(f"{where}: no account named {name!r}")
-    return {name: _number(v, f"{where}.{name}", low=-1e9) for name, v in value.items()}
+    return {name: checked_number(v, f"{where}.{name}", low=-1e9) for name, v in value.items()}
 
 
-_POD_FIELDS = ("id", "account", "name", "status", "cost", "locked", "gpu_util", "disk", "volume_gb")
-_INSTANCE_FIELDS = (
-    "id",
-    "account",
-    "label",
-    "actual_status",
-    "intended_status",
-    "dph_total",
-    "disk_space",
-    "gpu_util",
-)
-
-
-def _pod(value: Any, where: str, accounts: Mapping[str, str]) -> dict[str, Any]:
-    raw = _object(value, where, _POD_FIELDS)
-    pod: dict[str, Any] = {}
-    if "id" in raw:
-        pod["pod_id"] = _string(raw["id"], f"{where}.id", _POD_ID)
-    pod["account"] = _owner(raw.get("account"), f"{where}.account", accounts)
-    if "name" in raw:
-        pod["name"] = _string(raw["name"], f"{where}.name")
-    if "status" in raw:
-        pod["status"] = _choice(raw["status"], f"{where}.status", RUNPOD_STATUSES)
-    if "cost" in raw:
-        pod["cost"] = _number(raw["cost"], f"{where}.cost", high=1000)
-    if "locked" in raw:
-        pod["locked"] = _bool(raw["locked"], f"{where}.locked")
-    if "gpu_util" in raw:
-        utils = raw["gpu_util"]
-        if not isinstance(utils, list) or not utils:
-            raise FleetError(f"{where}.gpu_util: expected a list of percents, one per GPU")
-        pod["gpu_utils"] = [
-            int(_number(u, f"{where}.gpu_util[{i}]", high=100)) for i, u in enumerate(utils)
-        ]
-    if "disk" in raw:
-        pod["disk"] = int(_number(raw["disk"], f"{where}.disk", high=100_000))
-    if "volume_gb" in raw:
-        size = raw["volume_gb"]
-        pod["volume_gb"] = None if size is None else int(_number(size, f"{where}.volume_gb"))
-    return pod
-
-
-def _instance(value: Any, where: str, accounts: Mapping[str, str]) -> dict[str, Any]:
-    raw = _object(value, where, _INSTANCE_FIELDS)
-    inst: dict[str, Any] = {}
-    if "id" in raw:
-        if isinstance(raw["id"], bool) or not isinstance(raw["id"], int) or raw["id"] <= 0:
-            raise FleetError(f"{where}.id: expected a whole number above 0, got {raw['id']!r}")
-        inst["instance_id"] = raw["id"]
-    inst["account"] = _owner(raw.get("account"), f"{where}.account", accounts)
-    if "label" in raw:
-        inst["label"] = None if raw["label"] is None else _string(raw["label"], f"{where}.label")
-    if "actual_status" in raw:
-        status = raw["actual_status"]
-        inst["actual_status"] = (
-            None if status is None else _choice(status, f"{where}.actual_status", VAST_STATUSES)
-        )
-    if "intended_status" in raw:
-        inst["intended_status"] = _choice(
-            raw["intended_status"], f"{where}.intended_status", VAST_INTENTS
-        )
-    if "dph_total" in raw:
-        inst["dph_total"] = _number(raw["dph_total"], f"{where}.dph_total", high=1000)
-    if "disk_space" in raw:
-        inst["disk_space"] = _number(raw["disk_space"], f"{where}.disk_space", high=100_000)
-    if "gpu_util" in raw:
-        # Percent in the file, as for RunPod; Vast's API answers a fraction.
-        inst["gpu_util"] = _number(raw["gpu_util"], f"{where}.gpu_util", high=100) / 100
-    return inst
-
-
-def _owner(value: Any, where: str, accounts: Mapping[str, str]) -> str:
+def checked_owner(value: Any, where: str, accounts: Mapping[str, str]) -> str:
     if value is None:
         return next(iter(accounts))
-    name = _string(value, where)
+    name = checked_string(value, where)
     if name not in accounts:
         raise FleetError(f"{where}: no account named {name!r}")
     return name
 
 
-def _provider(
-    data: dict[str, Any],
-    name: str,
-    listed: str,
-    entry: Callable[[Any, str, Mapping[str, str]], dict[str, Any]],
-    id_key: str,
-) -> ProviderFleet:
-    section = _object(data.get(name, {}), name, ("accounts", "balances", listed))
-    accounts = _accounts(section.get("accounts"), f"{name}.accounts", name)
+def _provider(data: dict[str, Any], name: str, emulator: Emulated) -> ProviderFleet:
+    listed, id_key = emulator.FLEET_LIST, emulator.FLEET_ID
+    section = checked_object(data.get(name, {}), name, ("accounts", "balances", listed))
+    accounts = _accounts(section.get("accounts"), f"{name}.accounts", emulator.DEFAULT_KEY)
     balances = _balances(section.get("balances"), f"{name}.balances", accounts)
     items = section.get(listed, [])
     if not isinstance(items, list):
         raise FleetError(f"{name}.{listed}: expected a list, got {_kind(items)}")
-    entries = [entry(item, f"{name}.{listed}[{i}]", accounts) for i, item in enumerate(items)]
+    entries: list[dict[str, Any]] = []
+    stopped_for: list[timedelta | None] = []
+    for i, item in enumerate(items):
+        where = f"{name}.{listed}[{i}]"
+        own = dict(item) if isinstance(item, dict) else item
+        age = own.pop(STOPPED_FOR, None) if isinstance(own, dict) else None
+        entries.append(emulator.fleet_entry(own, where, accounts))
+        stopped_for.append(None if age is None else _stopped_for(age, own, where, emulator))
     ids = [e[id_key] for e in entries if id_key in e]
     for i, entry_id in enumerate(ids):
         if entry_id in ids[:i]:
             raise FleetError(f"{name}.{listed}: the id {entry_id!r} is used twice")
-    return ProviderFleet(accounts=accounts, balances=balances, entries=entries)
-
-
-def parse_fleet(data: Any) -> Fleet:
-    """A checked `Fleet` from the file's JSON; `FleetError` (one line) for anything else."""
-    top = _object(data, "the fleet", ("runpod", "vast", "comment"))
-    return Fleet(
-        runpod=_provider(top, "runpod", "pods", _pod, "pod_id"),
-        vast=_provider(top, "vast", "instances", _instance, "instance_id"),
+    return ProviderFleet(
+        accounts=accounts, balances=balances, entries=entries, stopped_for=stopped_for
     )
 
 
-def load_fleet(path: Path) -> Fleet:
+def _stopped_for(value: Any, entry: dict[str, Any], where: str, emulator: Emulated) -> timedelta:
+    """A duration, on an entry whose status reaper reads as stopped."""
+    where = f"{where}.{STOPPED_FOR}"
+    text = checked_string(value, where)
+    try:
+        age = parse_duration(text, where)
+    except ConfigError:
+        raise FleetError(
+            f"{where}: expected a duration like 30m, 23h55m or 3d, got {text!r}"
+        ) from None
+    status = emulator.FLEET_STATUS
+    if entry.get(status) not in emulator.FLEET_STOPPED:
+        stopped = " or ".join(emulator.FLEET_STOPPED)
+        raise FleetError(f"{where}: only a stopped one ({status} {stopped}) has a stopped time")
+    return age
+
+
+def parse_fleet(data: Any, emulators: Mapping[str, Emulated]) -> Fleet:
+    """A checked `Fleet` from the file's JSON, one section per emulator (by its provider's
+    name); `FleetError` (one line) for anything else."""
+    top = checked_object(data, "the fleet", (*emulators, "comment"))
+    return Fleet({name: _provider(top, name, emulator) for name, emulator in emulators.items()})
+
+
+def load_fleet(path: Path, emulators: Mapping[str, Emulated]) -> Fleet:
     try:
         text = path.read_text(encoding="utf-8-sig")
     except FileNotFoundError:
@@ -267,16 +239,4 @@ def load_fleet(path: Path) -> Fleet:
         data = json.loads(text)
     except json.JSONDecodeError as exc:
         raise FleetError(f"not JSON: {exc.msg} (line {exc.lineno}, column {exc.colno})") from None
-    return parse_fleet(data)
-
-
-def populate(fleet: Fleet, runpod: RunPodEmulator, vast: VastEmulator) -> None:
-    """Put the fleet into two started emulators (made with `fleet.*.accounts` as their keys)."""
-    for pod in fleet.runpod.entries:
-        runpod.add_pod(**pod)
-    for name, amount in fleet.runpod.balances.items():
-        runpod.set_balance(name, client_balance=amount)
-    for inst in fleet.vast.entries:
-        vast.add_instance(**inst)
-    for name, amount in fleet.vast.balances.items():
-        vast.set_user(name, balance=amount, credit=amount)
+    return parse_fleet(data, emulators)

@@ -35,6 +35,16 @@ from dataclasses import dataclass, replace
 from datetime import datetime, timedelta
 from typing import Any, Literal
 
+from emulators.fleet import (
+    FleetError,
+    ProviderFleet,
+    checked_bool,
+    checked_choice,
+    checked_number,
+    checked_object,
+    checked_owner,
+    checked_string,
+)
 from emulators.server import (
     EmulatorServer,
     FleetEntry,
@@ -75,6 +85,42 @@ _ACTIONS = {
 }
 
 
+# --- its section of a fleet file (`emulators.fleet`) -------------------------------------------
+
+FLEET_STATUSES = ("PROVISIONING", "STARTING", "RUNNING", "EXITED", "ERROR", "TERMINATED")
+_POD_ID = re.compile(r"[A-Za-z0-9_-]{1,64}")
+_POD_FIELDS = ("id", "account", "name", "status", "cost", "locked", "gpu_util", "disk", "volume_gb")
+
+
+def _pod(value: Any, where: str, accounts: Mapping[str, str]) -> dict[str, Any]:
+    raw = checked_object(value, where, _POD_FIELDS)
+    pod: dict[str, Any] = {}
+    if "id" in raw:
+        pod["pod_id"] = checked_string(raw["id"], f"{where}.id", _POD_ID)
+    pod["account"] = checked_owner(raw.get("account"), f"{where}.account", accounts)
+    if "name" in raw:
+        pod["name"] = checked_string(raw["name"], f"{where}.name")
+    if "status" in raw:
+        pod["status"] = checked_choice(raw["status"], f"{where}.status", FLEET_STATUSES)
+    if "cost" in raw:
+        pod["cost"] = checked_number(raw["cost"], f"{where}.cost", high=1000)
+    if "locked" in raw:
+        pod["locked"] = checked_bool(raw["locked"], f"{where}.locked")
+    if "gpu_util" in raw:
+        utils = raw["gpu_util"]
+        if not isinstance(utils, list) or not utils:
+            raise FleetError(f"{where}.gpu_util: expected a list of percents, one per GPU")
+        pod["gpu_utils"] = [
+            int(checked_number(u, f"{where}.gpu_util[{i}]", high=100)) for i, u in enumerate(utils)
+        ]
+    if "disk" in raw:
+        pod["disk"] = int(checked_number(raw["disk"], f"{where}.disk", high=100_000))
+    if "volume_gb" in raw:
+        size = raw["volume_gb"]
+        pod["volume_gb"] = None if size is None else int(checked_number(size, f"{where}.volume_gb"))
+    return pod
+
+
 @dataclass
 class _Pod(FleetEntry):
     running_cost: float
@@ -93,6 +139,14 @@ class RunPodEmulator(EmulatorServer[str, _Pod]):
     """
 
     provider = "runpod"
+    # Its section of a fleet file (`emulators.fleet.Emulated`).
+    FLEET_LIST = "pods"
+    FLEET_FIELDS = _POD_FIELDS
+    FLEET_ID = "pod_id"
+    DEFAULT_KEY = "rp-emulated-key-not-secret"
+    FLEET_STATUS = "status"
+    FLEET_STOPPED = ("EXITED",)
+    fleet_entry = staticmethod(_pod)
 
     def __init__(
         self,
@@ -144,6 +198,25 @@ class RunPodEmulator(EmulatorServer[str, _Pod]):
     def graphql_url(self) -> str:
         """What `RUNPOD_GRAPHQL_URL` is set to."""
         return f"{self.url}/graphql"
+
+    def environment(self, keys: str) -> dict[str, str]:
+        """The variables that point reaper at this emulator, `keys` its accounts' keys."""
+        return {
+            "RUNPOD_API_URL": self.rest_url,
+            "RUNPOD_GRAPHQL_URL": self.graphql_url,
+            "RUNPOD_API_KEY": keys,
+        }
+
+    def populate(self, section: ProviderFleet) -> list[str]:
+        """Its section of a fleet file, into this (started) emulator; the pods' ids, in order."""
+        now = self._now()
+        ids = [
+            self.add_pod(**pod, created_at=section.born(i, now))
+            for i, pod in enumerate(section.entries)
+        ]
+        for name, amount in section.balances.items():
+            self.set_balance(name, client_balance=amount)
+        return ids
 
     # ---- fleet control ---------------------------------------------------------------------
 

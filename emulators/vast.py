@@ -24,6 +24,15 @@ from collections.abc import Callable, Mapping
 from datetime import datetime
 from typing import Any, Literal
 
+from emulators.fleet import (
+    FleetError,
+    ProviderFleet,
+    checked_choice,
+    checked_number,
+    checked_object,
+    checked_owner,
+    checked_string,
+)
 from emulators.server import EmulatorServer, FleetEntry, Request, Response
 
 _INSTANCE_PATH = re.compile(r"^/api/v0/instances/([^/]+)/?$")
@@ -36,6 +45,67 @@ PAGE_MAX = 25
 GoneAnswer = Literal["null", "[]", "404"]
 # The error answers Vast has been seen giving, which `misbehave` makes an account get.
 Misbehaviour = Literal["rate_limited", "refused", "retired", "success_false"]
+
+
+# --- its section of a fleet file (`emulators.fleet`) -------------------------------------------
+
+FLEET_STATUSES = (
+    "created",
+    "loading",
+    "running",
+    "stopped",
+    "exited",
+    "frozen",
+    "rebooting",
+    "scheduling",
+    "error",
+    "unknown",
+    "offline",
+)
+FLEET_INTENTS = ("running", "stopped")
+_INSTANCE_FIELDS = (
+    "id",
+    "account",
+    "label",
+    "actual_status",
+    "intended_status",
+    "dph_total",
+    "disk_space",
+    "gpu_util",
+)
+
+
+def _instance(value: Any, where: str, accounts: Mapping[str, str]) -> dict[str, Any]:
+    raw = checked_object(value, where, _INSTANCE_FIELDS)
+    inst: dict[str, Any] = {}
+    if "id" in raw:
+        if isinstance(raw["id"], bool) or not isinstance(raw["id"], int) or raw["id"] <= 0:
+            raise FleetError(f"{where}.id: expected a whole number above 0, got {raw['id']!r}")
+        inst["instance_id"] = raw["id"]
+    inst["account"] = checked_owner(raw.get("account"), f"{where}.account", accounts)
+    if "label" in raw:
+        inst["label"] = (
+            None if raw["label"] is None else checked_string(raw["label"], f"{where}.label")
+        )
+    if "actual_status" in raw:
+        status = raw["actual_status"]
+        inst["actual_status"] = (
+            None
+            if status is None
+            else checked_choice(status, f"{where}.actual_status", FLEET_STATUSES)
+        )
+    if "intended_status" in raw:
+        inst["intended_status"] = checked_choice(
+            raw["intended_status"], f"{where}.intended_status", FLEET_INTENTS
+        )
+    if "dph_total" in raw:
+        inst["dph_total"] = checked_number(raw["dph_total"], f"{where}.dph_total", high=1000)
+    if "disk_space" in raw:
+        inst["disk_space"] = checked_number(raw["disk_space"], f"{where}.disk_space", high=100_000)
+    if "gpu_util" in raw:
+        # Percent in the file, as for RunPod; Vast's API answers a fraction.
+        inst["gpu_util"] = checked_number(raw["gpu_util"], f"{where}.gpu_util", high=100) / 100
+    return inst
 
 
 class VastEmulator(EmulatorServer[int, FleetEntry]):
@@ -56,6 +126,14 @@ class VastEmulator(EmulatorServer[int, FleetEntry]):
     """
 
     provider = "vast"
+    # Its section of a fleet file (`emulators.fleet.Emulated`).
+    FLEET_LIST = "instances"
+    FLEET_FIELDS = _INSTANCE_FIELDS
+    FLEET_ID = "instance_id"
+    DEFAULT_KEY = "vast-emulated-key-not-secret"
+    FLEET_STATUS = "actual_status"
+    FLEET_STOPPED = ("stopped", "exited")
+    fleet_entry = staticmethod(_instance)
 
     def __init__(
         self,
@@ -87,6 +165,22 @@ class VastEmulator(EmulatorServer[int, FleetEntry]):
         self._users: dict[str, dict[str, Any]] = {}
         self._ids = itertools.count(1000)
         self.ignore_filters = False
+
+    def environment(self, keys: str) -> dict[str, str]:
+        """The variables that point reaper at this emulator, `keys` its accounts' keys."""
+        return {"VAST_API_URL": self.url, "VAST_API_KEY": keys}
+
+    def populate(self, section: ProviderFleet) -> list[str]:
+        """Its section of a fleet file, into this (started) emulator; the instances' ids, in
+        order."""
+        ids = []
+        for i, inst in enumerate(section.entries):
+            born = section.born(i, self._now())
+            start = None if born is None else born.timestamp()
+            ids.append(str(self.add_instance(**inst, start_date=start)))
+        for name, amount in section.balances.items():
+            self.set_user(name, balance=amount, credit=amount)
+        return ids
 
     # ---- fleet control ---------------------------------------------------------------------
 

@@ -28,17 +28,13 @@ from urllib.parse import unquote
 
 from handlers import runtime
 from reaper import log
-from reaper.channels.base import channels_configured
+from reaper.app import wiring
+from reaper.channels.base import ActionSlots, channels_configured
 from reaper.clock import SystemClock
-from reaper.config import ConfigError, Settings, weak_key
-from reaper.interfaces.http import (
-    MAX_BODY,
-    REQUEST_CHANNEL_OPTIONS,
-    App,
-    Request,
-    Response,
-    respond,
-)
+from reaper.interfaces.api import MAX_BODY, REQUEST_CHANNEL_OPTIONS, App, Request, Response
+from reaper.interfaces.http import respond
+from reaper.settings.model import Settings, weak_key
+from reaper.settings.parse import ConfigError
 
 if TYPE_CHECKING:
     from reaper.channels.base import Notifier
@@ -137,13 +133,22 @@ class _ChannelsOnFirstAlert:
         self._settings = settings
         self._notifier: Notifier | None = None
 
-    async def send(self, alert: Alert) -> list[Delivery]:
+    def _built(self) -> Notifier:
         if self._notifier is None:
-            from reaper.channels.fanout import make_notifier
-
             # Channels that give up in time: the function's timeout is 10 s (serverless.yml).
-            self._notifier = make_notifier(self._settings, options=REQUEST_CHANNEL_OPTIONS)
-        return await self._notifier.send(alert)
+            self._notifier = wiring.make_notifier(self._settings, options=REQUEST_CHANNEL_OPTIONS)
+        return self._notifier
+
+    @property
+    def body_budget(self) -> int:
+        return self._built().body_budget
+
+    @property
+    def actions(self) -> ActionSlots:
+        return self._built().actions
+
+    async def send(self, alert: Alert) -> list[Delivery]:
+        return await self._built().send(alert)
 
 
 def app_for(settings: Settings) -> App:

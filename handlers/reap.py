@@ -21,10 +21,11 @@ from typing import Any
 
 from handlers import runtime
 from reaper import log
-from reaper.config import ConfigError
+from reaper.app import wiring
 from reaper.interfaces import views
 from reaper.passes.deadline import BACKSTOP_GRACE, PassDeadline, pass_seconds
-from reaper.passes.reap import ReapReport, run_pass
+from reaper.passes.reap import ReapReport
+from reaper.settings.parse import ConfigError
 
 FUNCTION = "reap"
 MANUAL_KEYS = frozenset({"dry_run", "max_terminations"})
@@ -94,9 +95,8 @@ def handler(event: object, context: object = None) -> dict[str, Any]:
     limit = pass_seconds(settings.pass_deadline, remaining_seconds(context)) + BACKSTOP_GRACE
     try:
         store = runtime.store(settings, read_only=request.dry_run)
-        pass_ = run_pass(
-            settings,
-            store,
+        pass_ = wiring.run_pass(
+            wiring.Runtime(settings, store),
             dry_run=request.dry_run,
             max_terminations=request.max_terminations,
             deadline=PassDeadline.start(

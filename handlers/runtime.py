@@ -18,10 +18,12 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from reaper import log
-from reaper.config import ConfigError, Settings
-from reaper.secrets import lambda_settings
-from reaper.store.base import Store
+from reaper.app import wiring
+from reaper.app.ssm import lambda_settings
+from reaper.settings.model import Settings
+from reaper.settings.parse import ConfigError
 from reaper.store.failure import StoreHealth, failure_alert, store_failure
+from reaper.store.ports import Store
 
 EXIT_CONFIG = 2
 EXIT_ATTENTION = 1
@@ -55,9 +57,7 @@ def load(
 def store(settings: Settings, *, read_only: bool = False) -> Store:
     key = (settings.state.kind, settings.state.location, read_only)
     if key not in _stores:
-        from reaper.store import open_store
-
-        _stores[key] = open_store(settings.state, read_only=read_only)
+        _stores[key] = wiring.open_state(settings, read_only=read_only)
     return _stores[key]
 
 
@@ -78,10 +78,9 @@ def store_failed(function: str, settings: Settings, error: Exception) -> dict[st
     if health.failed(failure):
         import asyncio
 
-        from reaper.channels.fanout import make_notifier
-        from reaper.interfaces.http import REQUEST_CHANNEL_OPTIONS
+        from reaper.interfaces.api import REQUEST_CHANNEL_OPTIONS
 
-        notifier = make_notifier(settings, options=REQUEST_CHANNEL_OPTIONS)
+        notifier = wiring.make_notifier(settings, options=REQUEST_CHANNEL_OPTIONS)
         asyncio.run(notifier.send(failure_alert(failure)))
     message = f"the state store is failing ({failure.cause}): {failure.advice}"
     log.event("lambda", function=function, result="error", error=message)

@@ -12,24 +12,18 @@ import asyncio
 from typing import Any
 
 from handlers import runtime
-from reaper.clock import SystemClock
-from reaper.config import ConfigError, Settings
+from reaper.app import wiring
 from reaper.interfaces import views
-from reaper.passes.watch import WatchReport, watch_pass
-from reaper.store.base import Store
+from reaper.passes.watch import WatchReport
+from reaper.settings.model import Settings
+from reaper.settings.parse import ConfigError
+from reaper.store.ports import Store
 
 FUNCTION = "watch"
 
 
 async def run(settings: Settings, store: Store) -> WatchReport:
-    from reaper.channels.fanout import make_notifier
-    from reaper.providers.plugins import make_clients
-
-    clients = make_clients(settings)
-    try:
-        return await watch_pass(settings, store, make_notifier(settings), SystemClock(), clients)
-    finally:
-        await asyncio.gather(*(client.aclose() for client in clients), return_exceptions=True)
+    return await wiring.watch_once(wiring.Runtime(settings, store))
 
 
 def handler(event: object, context: object = None) -> dict[str, Any]:

@@ -22,7 +22,8 @@ from moto import mock_aws
 
 from handlers import http as http_handler
 from handlers import runtime
-from reaper import log, secrets
+from reaper import log
+from reaper.app import ssm as secrets
 from reaper.store import dynamodb
 from reaper.store.dynamodb import DynamoDBStore, create_table
 

@@ -16,12 +16,13 @@ from emulators.channels import RecordingNotifier
 from emulators.clock import FakeClock
 from emulators.digitalocean import DigitalOceanEmulator
 from emulators.server import EmulatorServer
+from reaper.app.wiring import make_clients
 from reaper.channels.base import Notifier
-from reaper.config import Account, Settings, StateURL
 from reaper.passes.reap import ReapReport, reap_pass
+from reaper.providers.base import HttpOptions
 from reaper.providers.digitalocean.client import DigitalOceanClient
-from reaper.providers.http import HttpOptions
-from reaper.providers.plugins import make_clients
+from reaper.settings.model import Settings, StateURL
+from reaper.settings.parse import Account
 from reaper.store.sqlite import SQLiteStore
 from tests.reap_support import FAST_CONFIRM, FAST_HTTP, START
 from tests.settings_support import replaced

@@ -17,15 +17,16 @@ import httpx
 from emulators.channels import RecordingNotifier
 from emulators.clock import FakeClock
 from reaper.channels.base import Notifier
-from reaper.config import Settings, StateURL
 from reaper.core.models import Alert, Delivery
-from reaper.interfaces.http import Limits
+from reaper.interfaces.api import Limits
 from reaper.interfaces.ratelimit import Rate
 from reaper.interfaces.serve import Job, ReaperASGI, RunningServer, build_asgi, serving
 from reaper.passes.watch import WatchReport, watch_pass
 from reaper.providers.base import ProviderClient
+from reaper.settings.model import Settings, StateURL
 from reaper.store.sqlite import SQLiteStore
-from tests.settings_support import replaced
+from tests.fakes.notifiers import StandIn
+from tests.settings_support import bare, replaced
 
 KEY = "ping-key-for-tests-0123"
 ADMIN = "admin-key-for-tests-4567"
@@ -38,7 +39,8 @@ WIDE = Limits(
 
 
 def make_settings(tmp_path: Path, **overrides: Any) -> Settings:
-    base = Settings(
+    base = replaced(
+        bare(),
         state=StateURL("sqlite", str(tmp_path / "state.db")),
         ping_key=KEY,
         admin_key=ADMIN,
@@ -48,7 +50,7 @@ def make_settings(tmp_path: Path, **overrides: Any) -> Settings:
     return replaced(base, **overrides)
 
 
-class FailingNotifier:
+class FailingNotifier(StandIn):
     """Every channel fails, as when Telegram and Bark are both unreachable."""
 
     def __init__(self) -> None:
@@ -175,8 +177,8 @@ def silent_server() -> Iterator[str]:
 
 def watch_with_providers(app: Served, **kwargs: Any) -> WatchReport:
     """One watch pass with real provider clients (made and closed inside the pass's loop)."""
-    from reaper.providers.http import HttpOptions
-    from reaper.providers.plugins import make_clients
+    from reaper.app.wiring import make_clients
+    from reaper.providers.base import HttpOptions
 
     async def run() -> WatchReport:
         options = HttpOptions(timeout=5, max_attempts=1, backoff_base=0.001, backoff_cap=0.01)

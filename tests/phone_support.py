@@ -15,15 +15,16 @@ from urllib.parse import urlsplit
 
 import httpx
 
+from reaper.app import wiring
+from reaper.app.wiring import make_notifier
 from reaper.channels.base import ChannelOptions, Notifier
-from reaper.channels.fanout import make_notifier
 from reaper.channels.telegram import TelegramSettings
 from reaper.channels.telegram_bot import TelegramBot
-from reaper.config import Settings
 from reaper.core.models import ActionRecord
 from reaper.interfaces.presses import Poller
 from reaper.passes.act import ActContext
 from reaper.passes.reap import ReapReport
+from reaper.settings.model import Settings
 from reaper.store.sqlite import SQLiteStore
 from tests.fakes.bark import BarkFake
 from tests.fakes.ntfy import NtfyFake
@@ -74,7 +75,7 @@ class Phone:
         return self.run()
 
     def context(self, store: SQLiteStore, settings: Settings | None = None) -> ActContext:
-        return ActContext(
+        return wiring.act_context(
             settings or self.settings,
             store,
             self.notifier(),

@@ -11,11 +11,10 @@ import pytest
 
 from emulators import RunPodEmulator
 from emulators.server import EmulatorServer
-from reaper.config import Account
-from reaper.providers.base import ProviderError
-from reaper.providers.http import HttpOptions
+from reaper.providers.base import HttpOptions, ProviderError
 from reaper.providers.runpod.client import RunPodClient
 from reaper.providers.vast.client import VastClient
+from reaper.settings.parse import Account
 
 # Tiny backoffs so that retries cost milliseconds.
 FAST = HttpOptions(timeout=2, max_attempts=2, backoff_base=0.001, backoff_cap=0.004)

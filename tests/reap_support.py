@@ -17,12 +17,13 @@ from typing import Any
 from emulators import RunPodEmulator, VastEmulator
 from emulators.channels import RecordingNotifier
 from emulators.clock import FakeClock
+from reaper.app.wiring import make_clients
 from reaper.channels.base import Notifier
-from reaper.config import Account, Settings, StateURL
 from reaper.core.models import Alert, Delivery
 from reaper.passes.reap import ConfirmOptions, ReapReport, reap_pass
-from reaper.providers.http import HttpOptions
-from reaper.providers.plugins import make_clients
+from reaper.providers.base import HttpOptions
+from reaper.settings.model import Settings, StateURL
+from reaper.settings.parse import Account
 from reaper.store.sqlite import SQLiteStore
 from tests.settings_support import replaced
 from tests.settings_support import settings as settings_of

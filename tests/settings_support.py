@@ -8,16 +8,18 @@ from __future__ import annotations
 import dataclasses
 from typing import Any
 
+from reaper.app.settings import load_settings
 from reaper.channels.bark import BarkSettings
 from reaper.channels.discord import DiscordSettings
 from reaper.channels.ntfy import NtfySettings
 from reaper.channels.slack import SlackSettings
 from reaper.channels.telegram import TelegramSettings
 from reaper.channels.webhook import WebhookSettings
-from reaper.config import Account, ChannelSettings, ProviderSettings, Settings
 from reaper.providers.digitalocean import DigitalOceanSettings
 from reaper.providers.runpod import RunPodSettings
 from reaper.providers.vast import VastSettings
+from reaper.settings.model import Settings
+from reaper.settings.parse import Account, ChannelSettings, ProviderSettings
 
 _PROVIDER_KEYS = {
     "runpod_accounts",
@@ -130,8 +132,14 @@ def replaced(base: Settings, **values: Any) -> Settings:
     return updated
 
 
+def bare() -> Settings:
+    """The defaults as the loader gives them: `Settings()` with what it fills in from the
+    registries (the channel hint, the providers' key variables)."""
+    return load_settings({}, dotenv=None)
+
+
 def settings(**values: Any) -> Settings:
-    return replaced(Settings(), **values)
+    return replaced(bare(), **values)
 
 
 class Flat:

@@ -12,7 +12,8 @@ from pathlib import Path
 import pytest
 
 from emulators import RunPodEmulator
-from reaper.config import Account, load_settings
+from reaper.app.settings import load_settings
+from reaper.settings.parse import Account
 from tests.heartbeat_support import make_settings, served, watch_with_providers
 from tests.reap_support import cli, events, world
 

@@ -26,7 +26,7 @@ import boto3
 import pytest
 from moto import mock_aws
 
-from reaper.secrets import SECRET_VARIABLES
+from reaper.app.ssm import SECRET_VARIABLES
 from reaper.store.dynamodb import ATTRIBUTE_DEFINITIONS, KEY_SCHEMA, TTL_ATTRIBUTE
 from tests.aws_support import AWS_ENV
 

@@ -10,13 +10,8 @@ from typing import Any
 import pytest
 
 from reaper import log
-from reaper.config import ConfigError
-from reaper.secrets import (
-    CACHE_SECONDS,
-    lambda_settings,
-    load_secrets,
-    normalise_prefix,
-)
+from reaper.app.ssm import CACHE_SECONDS, lambda_settings, load_secrets, normalise_prefix
+from reaper.settings.parse import ConfigError
 from tests.aws_support import PREFIX, Account, aws_account
 from tests.settings_support import Flat
 
@@ -199,7 +194,7 @@ def test_the_clients_lambda_builds_reach_the_region(monkeypatch: pytest.MonkeyPa
     from the Lambda environment (AWS_REGION), read what was put."""
     from moto import mock_aws
 
-    from reaper import secrets
+    from reaper.app import ssm as secrets
     from reaper.store import dynamodb
     from tests.aws_support import AWS_ENV
 

@@ -10,8 +10,9 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
-from reaper.channels.fanout import ChannelOptions, make_notifier
-from reaper.config import Settings
+from reaper.app.settings import load_settings
+from reaper.app.wiring import make_notifier
+from reaper.channels.base import ChannelOptions
 from tests.fakes import FakeSleep
 from tests.fakes.discord import DiscordFake
 from tests.fakes.slack import SlackFake
@@ -107,7 +108,7 @@ def test_the_webhook_beside_a_human_channel_changes_nothing(tmp_path: Path) -> N
 
 
 def test_the_channel_hint_names_every_channel_that_reaches_a_person() -> None:
-    assert Settings().channel_hint == (
+    assert load_settings({}, dotenv=None).channel_hint == (
         "TELEGRAM_BOT_TOKEN and TELEGRAM_CHAT_ID, BARK_URL, NTFY_URL, SLACK_WEBHOOK_URL"
         " or DISCORD_WEBHOOK_URL"
     )

@@ -9,12 +9,14 @@ import asyncio
 import pytest
 
 from reaper import log
-from reaper.channels.fanout import ChannelOptions, make_notifier
+from reaper.app.known import unknown_setting_warnings
+from reaper.app.settings import channel_readers, load_settings
+from reaper.app.ssm import SECRET_VARIABLES
+from reaper.app.wiring import make_notifier
+from reaper.channels.base import ChannelOptions
 from reaper.channels.registry import CHANNELS
-from reaper.config import ConfigError, load_settings, plugin_settings
 from reaper.core.models import Alert
-from reaper.known_settings import unknown_setting_warnings
-from reaper.secrets import SECRET_VARIABLES
+from reaper.settings.parse import ConfigError
 from tests.fakes import FakeSleep
 from tests.fakes.discord import DiscordFake
 from tests.fakes.slack import SlackFake
@@ -54,8 +56,8 @@ def test_a_malformed_url_is_one_line_naming_the_variable_without_the_value(
 
 
 def test_every_channels_secret_is_read_from_ssm_on_aws() -> None:
-    for path in CHANNELS.values():
-        assert set(plugin_settings(path).secret_variables) <= set(SECRET_VARIABLES), path
+    for name, reader in zip(CHANNELS, channel_readers(), strict=True):
+        assert set(reader.secret_variables) <= set(SECRET_VARIABLES), name
 
 
 def test_a_misspelt_name_is_named_with_the_nearest_one() -> None:

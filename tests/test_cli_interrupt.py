@@ -23,6 +23,9 @@ from emulators import RunPodEmulator
 _BOOTSTRAP = """
 import builtins, os, runpy, signal, sys
 at = int(sys.argv.pop(1))
+# A background job of a shell without job control inherits SIGINT ignored: Ctrl-C is what a
+# terminal's foreground process gets, so the test gives the child a terminal's disposition.
+signal.signal(signal.SIGINT, signal.default_int_handler)
 count = 0
 real_import = builtins.__import__
 def counting_import(name, globals=None, *args, **kwargs):

@@ -37,7 +37,7 @@ from pathlib import Path
 
 import handlers.http
 from reaper.clock import SystemClock
-from reaper.config import Settings, StateURL
+from reaper.settings.model import Settings, StateURL
 from reaper.core.records import Monitor
 from reaper.interfaces.http import App, Request, Response, respond
 from reaper.store.sqlite import SQLiteStore

@@ -10,7 +10,8 @@ from typing import Any
 
 import pytest
 
-from reaper.config import ConfigError, load_settings, parse_duration
+from reaper.app.settings import load_settings
+from reaper.settings.parse import ConfigError, parse_duration
 from tests.settings_support import Flat
 
 

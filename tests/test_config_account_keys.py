@@ -14,7 +14,8 @@ from pathlib import Path
 import pytest
 
 from emulators import RunPodEmulator
-from reaper.config import load_settings, split_named
+from reaper.app.settings import load_settings
+from reaper.settings.parse import split_named
 
 
 @pytest.mark.parametrize(

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from reaper.config import load_settings
+from reaper.app.settings import load_settings
 
 
 def test_a_dotenv_with_a_bom_is_read(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:

@@ -8,7 +8,8 @@ from datetime import time, timedelta
 
 import pytest
 
-from reaper.config import ConfigError, load_settings
+from reaper.app.settings import load_settings
+from reaper.settings.parse import ConfigError
 
 
 def load(env: dict[str, str]):  # type: ignore[no-untyped-def]

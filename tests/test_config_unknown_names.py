@@ -13,8 +13,8 @@ from pathlib import Path
 
 import pytest
 
-from reaper.config import known_variables, load_settings
-from reaper.known_settings import unknown_setting_warnings
+from reaper.app.known import unknown_setting_warnings
+from reaper.app.settings import known_variables, load_settings
 
 ROOT = Path(__file__).resolve().parents[1]
 PREFIXES = r"(?:REAPER|HEARTBEAT|RUNPOD|VAST|TELEGRAM|BARK|NTFY|BALANCE|IDLE|LOG)_[A-Z0-9_]+"
@@ -84,7 +84,7 @@ def test_a_warning_is_not_an_error_and_the_rest_is_read(
 
 def test_every_name_reaper_reads_is_known(capsys: pytest.CaptureFixture[str]) -> None:
     """Every variable the code, the deployment and the kit mention is known: no warning for a
-    correct setting, ever (a new setting must be added to reaper/known_settings.py)."""
+    correct setting, ever (a new setting must be added to reaper/app/known.py)."""
     sources = [
         *ROOT.joinpath("reaper").rglob("*.py"),
         *ROOT.joinpath("handlers").rglob("*.py"),

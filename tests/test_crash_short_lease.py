@@ -16,7 +16,7 @@ from pathlib import Path
 
 from emulators.clock import FakeClock
 from reaper.core.units import utc
-from reaper.passes.reap import LEASE_NAME, LEASE_TTL, keep_leased
+from reaper.passes.reap.state import LEASE_NAME, LEASE_TTL, keep_leased
 from reaper.store.sqlite import SQLiteStore
 from tests.reap_support import World, cli, world
 

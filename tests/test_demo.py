@@ -59,9 +59,11 @@ def test_the_kit_ends_a_job_in_a_dry_run(output: str) -> None:
 def test_the_reap_loop_warns_terminates_and_proves_it(output: str) -> None:
     assert output.count("📱 [warning]") >= 3
     assert "will be terminated in 1h (2026-11-28 18:00 UTC)" in output
-    assert output.count("terminated  stopped for 1d") == 3
+    assert output.count("terminated  stopped for 1d") == 4
     assert "Terminated sweep-lr-3e-4 (runpod:sweep-lr-3e4-b2)" in output
-    assert "Mutating calls the emulators received: RunPod 1, Vast 2." in output
+    assert "Terminated l40s-render (digitalocean:448543584)" in output
+    assert "A powered-off droplet still bills its full price" in output
+    assert "Mutating calls the emulators received: RunPod 1, Vast 2, DigitalOcean 1." in output
     assert "Vast demo: balance lasts about" in output  # the runway guard
 
 

@@ -10,20 +10,43 @@ from typing import Any
 
 import pytest
 
-from emulators import RunPodEmulator, VastEmulator
-from emulators.fleet import EXAMPLE, FleetError, load_fleet, parse_fleet, populate
+from emulators import DigitalOceanEmulator, RunPodEmulator, VastEmulator
+from emulators.fleet import EXAMPLE, STOPPED_FOR, FleetError, load_fleet, parse_fleet
+from reaper.app.wiring import emulator
+from reaper.providers.plugins import plugins
 
 ROOT = Path(__file__).resolve().parents[1]
+# The emulators whose sections a fleet file holds, by provider name: each provider's plugin
+# names its own.
+EMULATORS = {provider.name: emulator(provider) for provider in plugins()}
 
 
-def test_the_example_loads_and_populates_both_emulators() -> None:
-    fleet = load_fleet(EXAMPLE)
-    assert fleet.size == (4, 3)
+def test_every_provider_has_its_section_in_registry_order() -> None:
+    assert list(EMULATORS.items()) == [
+        ("runpod", RunPodEmulator),
+        ("vast", VastEmulator),
+        ("digitalocean", DigitalOceanEmulator),
+    ]
+
+
+def test_the_example_loads_and_populates_every_emulator() -> None:
+    fleet = load_fleet(EXAMPLE, EMULATORS)
+    assert fleet.size == (4, 3, 3)
     with (
-        RunPodEmulator(fleet.runpod.accounts) as runpod,
-        VastEmulator(fleet.vast.accounts) as vast,
+        RunPodEmulator(fleet.sections["runpod"].accounts) as runpod,
+        VastEmulator(fleet.sections["vast"].accounts) as vast,
+        DigitalOceanEmulator(fleet.sections["digitalocean"].accounts) as docean,
     ):
-        populate(fleet, runpod, vast)
+        runpod.populate(fleet.sections["runpod"])
+        vast.populate(fleet.sections["vast"])
+        docean.populate(fleet.sections["digitalocean"])
+        assert docean.droplet_ids() == [448543583, 448543584, 448543585]
+        off = docean.droplet(448543584)
+        assert off is not None and off["status"] == "off"
+        assert off["size"]["price_hourly"] == pytest.approx(1.57)
+        assert "gpu_info" in off
+        kept = docean.droplet(448543585)
+        assert kept is not None and kept["tags"] == ["reaper:keep"]
         assert sorted(runpod.pod_ids()) == [
             "dataset-cache-c3",
             "llm-finetune-a1",
@@ -38,18 +61,18 @@ def test_the_example_loads_and_populates_both_emulators() -> None:
 
 
 def test_every_field_the_loader_takes_is_documented() -> None:
-    from emulators import fleet
-
     page = (ROOT / "docs" / "demo.md").read_text(encoding="utf-8")
     section = page[page.index("### `reaper emulate`") :]
-    for name in (*fleet._POD_FIELDS, *fleet._INSTANCE_FIELDS, "accounts", "balances"):
+    fields = [field for found in EMULATORS.values() for field in found.FLEET_FIELDS]
+    lists = [f"{found.FLEET_LIST}[]" for found in EMULATORS.values()]
+    for name in (*fields, *lists, STOPPED_FOR, "accounts", "balances"):
         assert f"`{name}`" in section, name
 
 
 def test_an_empty_file_is_a_fleet_of_nothing_with_one_account_each() -> None:
-    fleet = parse_fleet({})
-    assert fleet.size == (0, 0)
-    assert list(fleet.runpod.accounts) == ["emulated"] and list(fleet.vast.accounts) == ["emulated"]
+    fleet = parse_fleet({}, EMULATORS)
+    assert fleet.size == (0, 0, 0)
+    assert [list(s.accounts) for s in fleet.sections.values()] == [["emulated"]] * 3
 
 
 @pytest.mark.parametrize(
@@ -98,11 +121,35 @@ def test_an_empty_file_is_a_fleet_of_nothing_with_one_account_each() -> None:
             {"vast": {"instances": [{"id": 1}, {"id": 1}]}},
             "vast.instances: the id 1 is used twice",
         ),
+        (
+            {"digitalocean": {"droplets": [{"status": "powered_off"}]}},
+            "digitalocean.droplets[0].status: expected one of new, active, off, archive",
+        ),
+        (
+            {"digitalocean": {"droplets": [{"gpu": "h100"}]}},
+            "digitalocean.droplets[0].gpu: expected false or one of gpu-h100x1-80gb",
+        ),
+        (
+            {"digitalocean": {"droplets": [{"tags": "reaper:keep"}]}},
+            "digitalocean.droplets[0].tags: expected a list of strings",
+        ),
+        (
+            {"digitalocean": {"droplets": [{"locked": 1}]}},
+            "digitalocean.droplets[0].locked: expected true or false",
+        ),
+        (
+            {"digitalocean": {"droplets": [{"id": "448543583"}]}},
+            "digitalocean.droplets[0].id: expected a whole number",
+        ),
+        (
+            {"digitalocean": {"droplets": [{"id": 7}, {"id": 7}]}},
+            "digitalocean.droplets: the id 7 is used twice",
+        ),
     ],
 )
 def test_each_mistake_is_one_line_naming_its_place(data: Any, message: str) -> None:
     with pytest.raises(FleetError) as err:
-        parse_fleet(data)
+        parse_fleet(data, EMULATORS)
     assert str(err.value).startswith(message), str(err.value)
     assert "\n" not in str(err.value)
 
@@ -111,13 +158,26 @@ def test_a_file_that_is_not_json_says_where(tmp_path: Path) -> None:
     path = tmp_path / "fleet.json"
     path.write_text('{"runpod": {"pods": [}\n')
     with pytest.raises(FleetError, match=r"^not JSON: .* \(line 1, column \d+\)$"):
-        load_fleet(path)
+        load_fleet(path, EMULATORS)
     with pytest.raises(FleetError, match=r"^no such file$"):
-        load_fleet(tmp_path / "missing.json")
+        load_fleet(tmp_path / "missing.json", EMULATORS)
 
 
 def test_a_null_vast_label_and_status_are_what_vast_answers() -> None:
-    fleet = parse_fleet({"vast": {"instances": [{"label": None, "actual_status": None}]}})
-    assert fleet.vast.entries[0]["label"] is None
-    assert fleet.vast.entries[0]["actual_status"] is None
-    json.dumps(fleet.vast.entries)
+    fleet = parse_fleet(
+        {"vast": {"instances": [{"label": None, "actual_status": None}]}}, EMULATORS
+    )
+    vast = fleet.sections["vast"]
+    assert vast.entries[0]["label"] is None and vast.entries[0]["actual_status"] is None
+    json.dumps(vast.entries)
+
+
+def test_a_plain_droplet_is_one_a_gpu_listing_never_shows() -> None:
+    fleet = parse_fleet(
+        {"digitalocean": {"droplets": [{"gpu": False, "status": "off"}]}}, EMULATORS
+    )
+    with DigitalOceanEmulator(fleet.sections["digitalocean"].accounts) as docean:
+        docean.populate(fleet.sections["digitalocean"])
+        [droplet_id] = docean.droplet_ids()
+        droplet = docean.droplet(droplet_id)
+        assert droplet is not None and "gpu_info" not in droplet

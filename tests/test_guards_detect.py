@@ -5,7 +5,6 @@ from __future__ import annotations
 from dataclasses import replace
 from datetime import UTC, datetime, timedelta
 
-from reaper.config import Settings
 from reaper.core.leaks import (
     frozen_instances,
     hours_left,
@@ -25,6 +24,7 @@ from reaper.passes.guards import (
     undetermined_keys,
     with_spend,
 )
+from reaper.settings.model import Settings
 
 NOW = datetime(2026, 6, 1, 12, 0, tzinfo=UTC)
 H = timedelta(hours=1)

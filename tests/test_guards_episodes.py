@@ -14,7 +14,6 @@ import pytest
 from emulators.channels import RecordingNotifier
 from emulators.clock import FakeClock
 from reaper.channels.base import Notifier
-from reaper.config import Account, Settings
 from reaper.core.leaks import leak_key
 from reaper.core.models import (
     AccountError,
@@ -30,7 +29,10 @@ from reaper.passes.context import Context
 from reaper.passes.guards import GuardReport, guard_pass
 from reaper.passes.observe import Observation
 from reaper.providers.base import ProviderError, TerminateOutcome
+from reaper.settings.model import Settings
+from reaper.settings.parse import Account
 from reaper.store.sqlite import SQLiteStore
+from tests.fakes.notifiers import StandIn
 from tests.settings_support import settings as settings_of
 
 START = datetime(2026, 6, 1, 12, 0, tzinfo=UTC)
@@ -84,7 +86,7 @@ class FakeClient:
         return None
 
 
-class FailingNotifier:
+class FailingNotifier(StandIn):
     def __init__(self) -> None:
         self.alerts: list[Alert] = []
 

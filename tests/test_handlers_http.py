@@ -13,7 +13,7 @@ import pytest
 
 import handlers.http
 from handlers.http import handler
-from reaper.channels.fanout import ChannelOptions
+from reaper.channels.base import ChannelOptions
 from tests.aws_support import Account, aws_account, http_event, json_lines
 from tests.fakes.bark import BarkFake
 from tests.heartbeat_support import silent_server
@@ -172,7 +172,7 @@ def test_the_ping_key_never_reaches_the_log(
 
 def test_a_binary_answer_is_base64(account: Account) -> None:
     from handlers.http import to_result
-    from reaper.interfaces.http import Response
+    from reaper.interfaces.api import Response
 
     result = to_result(Response(200, b"\xff\xfe\x00", {"content-type": "application/octet"}))
     assert result["isBase64Encoded"] is True

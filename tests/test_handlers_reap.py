@@ -11,9 +11,9 @@ import pytest
 
 from emulators import RunPodEmulator
 from handlers.reap import handler
-from reaper.config import Settings
 from reaper.core.license import announced_deadline
 from reaper.core.models import KeptInstance, WarningRecord
+from reaper.settings.model import Settings
 from tests.aws_support import Account, aws_account, json_lines, scheduled_event
 
 RUNPOD_KEY = "rp-lambda-key-0123456789"

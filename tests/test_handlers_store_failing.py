@@ -143,6 +143,6 @@ def test_a_bug_still_raises(account: Account, monkeypatch: pytest.MonkeyPatch) -
     async def broken(*args: Any, **kwargs: Any) -> None:
         raise ZeroDivisionError("a bug")
 
-    monkeypatch.setattr(watch, "watch_pass", broken)
+    monkeypatch.setattr(watch, "run", broken)
     with pytest.raises(ZeroDivisionError):
         watch.handler(scheduled_event(), None)

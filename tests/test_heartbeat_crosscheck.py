@@ -12,8 +12,8 @@ from pathlib import Path
 import pytest
 
 from emulators import RunPodEmulator, VastEmulator
-from reaper.config import Account
 from reaper.core.models import Monitor
+from reaper.settings.parse import Account
 from tests.heartbeat_support import Served, make_settings, served, watch_with_providers
 
 

@@ -6,8 +6,8 @@ from __future__ import annotations
 from datetime import datetime, timedelta
 from pathlib import Path
 
-from reaper.config import Account
 from reaper.core.models import ReapRun
+from reaper.settings.parse import Account
 from tests.heartbeat_support import Served, make_settings, served
 
 ACCOUNT = (Account("runpod", "main", "rp-key-main"),)

@@ -13,8 +13,8 @@ import pytest
 
 from emulators import RunPodEmulator
 from emulators.clock import FakeClock
-from reaper.config import Account
 from reaper.core.models import ReapRun
+from reaper.settings.parse import Account
 from tests.heartbeat_support import Served, make_settings, served, watch_with_providers
 
 

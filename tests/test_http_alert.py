@@ -16,19 +16,20 @@ import pytest
 from emulators.channels import RecordingNotifier
 from emulators.clock import FakeClock
 from reaper.channels.base import Notifier
-from reaper.config import Settings
 from reaper.core.models import Alert, Delivery
-from reaper.interfaces.http import (
+from reaper.interfaces.api import (
     REQUEST_CHANNEL_OPTIONS,
     REQUEST_SEND_BUDGET,
     App,
     Request,
     Response,
-    handle,
 )
+from reaper.interfaces.http import handle
 from reaper.interfaces.routes import ALERT_LIMIT
 from reaper.passes.watch import UNDELIVERED_ALERT
+from reaper.settings.model import Settings
 from reaper.store.sqlite import SQLiteStore
+from tests.fakes.notifiers import StandIn
 from tests.heartbeat_support import KEY, WIDE, FailingNotifier, Served, make_settings, served
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -186,7 +187,7 @@ def test_a_retry_after_a_502_is_sent_again_not_deduplicated(tmp_path: Path) -> N
 # --- the request's budget and the release of the dedup claim ------------------------------
 
 
-class HangingNotifier:
+class HangingNotifier(StandIn):
     """A channel that never answers (the request's budget must end the wait)."""
 
     def __init__(self) -> None:

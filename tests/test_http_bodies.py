@@ -11,7 +11,7 @@ from typing import Any
 
 import pytest
 
-from reaper.interfaces.http import MAX_BODY, MESSAGE_LIMIT
+from reaper.interfaces.api import MAX_BODY, MESSAGE_LIMIT
 from reaper.interfaces.serve import read_body
 from tests.heartbeat_support import KEY, Served, make_settings, served
 

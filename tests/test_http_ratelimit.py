@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from emulators.clock import FakeClock
-from reaper.interfaces.http import Limits
+from reaper.interfaces.api import Limits
 from reaper.interfaces.ratelimit import Rate, TokenBuckets, retry_after
 from tests.heartbeat_support import KEY, make_settings, served
 

@@ -16,7 +16,7 @@ import pytest
 
 from handlers.http import handler as http_handler
 from handlers.watch import handler as watch_handler
-from reaper.config import KEY_MIN_LENGTH, Settings, weak_key
+from reaper.settings.model import KEY_MIN_LENGTH, Settings, weak_key
 from tests.aws_support import Account, aws_account, http_event, json_lines, scheduled_event
 
 GOOD = "x" * KEY_MIN_LENGTH

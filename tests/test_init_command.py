@@ -9,7 +9,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-from reaper.config import key_variables, load_settings, read_dotenv
+from reaper.app.settings import key_variables, load_settings, read_dotenv
 
 
 def _init(cwd: Path) -> subprocess.CompletedProcess[str]:

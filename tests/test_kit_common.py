@@ -3,6 +3,7 @@ answer to a self-destroy is read."""
 
 from __future__ import annotations
 
+import json
 import socket
 import time
 from collections.abc import Iterator
@@ -10,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.kit_fakes.harness import POD_KEY, SELF_KEY, VAST_KEY, Kit, no_secret_in
+from tests.kit_fakes.harness import PING_KEY, POD_KEY, SELF_KEY, VAST_KEY, Kit, no_secret_in
 from tests.kit_fakes.recorder import Response
 
 
@@ -54,21 +55,24 @@ def test_the_hostname_is_used_last_and_sanitised(kit: Kit) -> None:
 
 def test_notify_sends_well_formed_json_whatever_the_text(kit: Kit) -> None:
     text = 'quote " backslash \\ newline \n tab \t bell \x07 esc \x1b unicode é 中文 end'
-    done = kit.source('kit_notify "$MESSAGE"', MESSAGE=text, HEARTBEAT_HOST="h1")
+    done = kit.source(
+        'kit_notify critical "$MESSAGE" "$MESSAGE"', MESSAGE=text, HEARTBEAT_HOST="h1"
+    )
 
     assert done.returncode == 0, done.stderr
-    assert kit.alerts() == [f"h1: {text}"]
     [request] = kit.http.matching("POST", r"/alert/.*")
+    assert request.path == f"/alert/{PING_KEY}/h1"
     assert request.headers["content-type"] == "application/json"
+    assert json.loads(request.body) == {"title": f"h1: {text}", "body": text, "level": "critical"}
 
 
 def test_without_urls_notify_and_ping_only_log(kit: Kit) -> None:
     done = kit.source(
-        'kit_notify "hi" && kit_ping 0 && echo ok', NOTIFY_URL=None, HEARTBEAT_URL=None
+        'kit_notify info "hi" && kit_ping 0 && echo ok', NOTIFY_URL=None, HEARTBEAT_URL=None
     )
 
     assert done.stdout.strip() == "ok"
-    assert "notify: hi" in done.stderr
+    assert "notify (info): hi" in done.stderr
     assert kit.http.requests == []
 
 
@@ -80,7 +84,7 @@ def test_notify_and_ping_give_up_after_the_timeout(kit: Kit) -> None:
         url = f"http://127.0.0.1:{silent.getsockname()[1]}"
         started = time.monotonic()
         done = kit.source(
-            'kit_notify hi; echo "notify=$?"; kit_ping; echo "ping=$?"',
+            'kit_notify info hi; echo "notify=$?"; kit_ping; echo "ping=$?"',
             NOTIFY_URL=f"{url}/alert/k",
             HEARTBEAT_URL=f"{url}/ping/k",
             KIT_HTTP_TIMEOUT="1",

@@ -11,8 +11,8 @@ from pathlib import Path
 
 import pytest
 
-from reaper.config import Account
 from reaper.core.models import Monitor
+from reaper.settings.parse import Account
 from tests.heartbeat_support import KEY, Served, make_settings, served, watch_with_providers
 from tests.kit_fakes.harness import POD_KEY, Kit
 
@@ -82,9 +82,8 @@ def test_idle_watch_heartbeats_destroys_and_the_watcher_retires_it(world: World)
     assert [(r.method, r.path, r.account) for r in world.kit.runpod.mutations] == [
         ("DELETE", "/v2/pods/pod-e2e", "pod")
     ]
-    titles = [title for event, title in world.alerts() if event == "webhook"]
-    assert titles[0].startswith(f"{HOST}: idle-watch: idle for 1 min; destroying this instance")
-    assert titles[1] == f"{HOST}: idle-watch: idle for 6 min (limit 6): destroying this instance"
+    titles = [text.split("\n")[0] for event, text in world.alerts() if event == "webhook"]
+    assert titles == [f"{HOST}: idle 1 min, destroying in 5 min", f"{HOST}: idle 6 min, destroying"]
 
     world.app.advance(minutes=10)
     assert watch_with_providers(world.app).absent == [HOST]
@@ -121,9 +120,9 @@ def test_run_sh_reports_destroys_and_the_watcher_retires_it(world: World) -> Non
     assert monitor.last_ping_kind == "bye"
     assert monitor.last_exit_status == 3
     assert world.kit.runpod.pod("pod-e2e") is None
-    webhook = [title for event, title in world.alerts() if event == "webhook"]
+    webhook = [text for event, text in world.alerts() if event == "webhook"]
     assert webhook == [
-        f"{HOST}: run.sh: job exited with status 3; "
+        f"{HOST}: job FAILED (exit 3), destroying\nrun.sh: job exited with status 3; "
         "nothing to save (RESULTS_URL and PUSH_CMD unset); destroying this instance"
     ]
 
@@ -145,9 +144,12 @@ def test_a_destroy_that_failed_is_alerted_at_once_and_the_pod_still_bills(world:
     assert done.returncode == 0
     assert world.kit.runpod.pod("pod-e2e") is not None
     assert world.monitor().status == "down"
-    events = [e for e, _ in world.alerts()]
-    assert "monitor_failed" in events
-    assert any("destroying RunPod pod pod-e2e failed (HTTP 503" in t for _, t in world.alerts())
+    # one alert for the failure: the kit's notify, then /fail, which the guard keeps quiet
+    failures = [t for _, t in world.alerts() if "FAILED" in t]
+    assert len(failures) == 1
+    assert failures[0].startswith(f"{HOST}: destroy FAILED, still billing\n")
+    assert "destroying RunPod pod pod-e2e failed (HTTP 503" in failures[0]
+    assert "monitor_failed" not in [e for e, _ in world.alerts()]
 
 
 def test_keep_alive_leaves_the_watch_to_idle_watch(world: World) -> None:

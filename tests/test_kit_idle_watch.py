@@ -46,11 +46,12 @@ def test_an_idle_instance_is_warned_then_destroyed_once_at_the_limit(kit: Kit) -
     assert kit.deleted_pods() == [("/v2/pods/pod-1", "pod", 204)]
     assert kit.deletes()[0].bearer == POD_KEY
     assert kit.runpod.pod("pod-1") is None
-    warning, destroying = kit.alerts()
-    assert warning.startswith("runpod-pod-1: idle-watch: idle for 2 min; destroying this")
-    assert "in 5 min" in warning
-    assert f"touch {kit.env['KEEP_FILE']}" in warning
-    assert "(limit 7): destroying this instance" in destroying
+    warning, destroying = kit.notifies()
+    assert warning.title == "runpod-pod-1: idle 2 min, destroying in 5 min"
+    assert (warning.kind, warning.host) == ("idle_soon", "runpod-pod-1")
+    assert f"touch {kit.env['KEEP_FILE']}" in warning.body
+    assert destroying.title == "runpod-pod-1: idle 7 min, destroying"
+    assert (destroying.level, destroying.host) == ("info", "runpod-pod-1")
     assert {host for host, _, _ in kit.pings()} == {"runpod-pod-1"}
     assert no_secret_in(done.stdout + done.stderr)
 
@@ -62,8 +63,7 @@ def test_the_warning_comes_five_minutes_before_the_limit(kit: Kit, limit: int) -
     events = kit.events()
     warn_at = events.index("notify")
     assert events[:warn_at].count("ping") == limit - 5
-    assert kit.alerts()[0].count("destroying this instance in 5 min") == 1
-    assert events.count("notify") == 1
+    assert kit.titles() == [f"runpod-pod-1: idle {limit - 5} min, destroying in 5 min"]
     assert kit.deletes() == []
 
 
@@ -187,11 +187,14 @@ def test_a_failed_destroy_is_retried_at_each_check_until_it_works(kit: Kit) -> N
     ]
     assert kit.status_lines()[-1].endswith("destroy_failures=2")
     # one warning, one "destroying", one failure notice (not one per retry)
-    warning, destroying, failure = kit.alerts()
-    assert "in 2 min" in warning  # a limit under 5 min: warned at the first idle check
-    assert "(limit 3): destroying this instance" in destroying
-    assert "destroying RunPod pod pod-1 failed (HTTP 503" in failure
-    assert "attempt 1" in failure
+    warning, destroying, failure = kit.notifies()
+    # a limit under 6 min: warned at the first idle check
+    assert warning.title == "runpod-pod-1: idle 1 min, destroying in 2 min"
+    assert destroying.title == "runpod-pod-1: idle 3 min, destroying"
+    assert failure.title == "runpod-pod-1: idle destroy FAILED, still billing"
+    assert failure.level == "critical"
+    assert "destroying RunPod pod pod-1 failed (HTTP 503" in failure.body
+    assert "attempt 1" in failure.body
     assert kit.events().count("ping:bye") == 3
     assert "destroyed RunPod pod pod-1 (HTTP 204, with RUNPOD_API_KEY)" in done.stderr
 
@@ -212,14 +215,40 @@ def test_errors_everywhere_never_end_the_watch(kit: Kit) -> None:
     assert "py=?" in kit.status_lines()[0]
 
 
-def test_dry_run_destroys_nothing_and_counts_again(kit: Kit) -> None:
-    done = kit.watch(loops=5, IDLE_LIMIT="2", DRY_RUN="1")
+def test_dry_run_destroys_nothing_and_says_would_destroy_once(kit: Kit) -> None:
+    done = kit.watch(loops=6, IDLE_LIMIT="2", DRY_RUN="1")
 
     assert done.returncode == 0
-    assert minutes(kit) == ["idle 1/2", "destroying 2/2", "idle 1/2", "destroying 2/2", "idle 1/2"]
+    assert minutes(kit) == ["idle 1/2", "destroying 2/2"] + [f"idle {n}/2" for n in range(3, 7)]
+    assert kit.status_lines()[-1].endswith(" dry_run=would_destroy")
     assert kit.deletes() == []
     assert "ping:bye" not in kit.events()
-    assert done.stderr.count("dry run: would destroy RunPod pod pod-1") == 2
+    assert done.stderr.count("dry run: would destroy RunPod pod pod-1") == 1
+    assert kit.titles() == [
+        "runpod-pod-1: idle 1 min, would destroy in 1 min (dry run)",
+        "runpod-pod-1: idle 2 min, would destroy (dry run)",
+    ]
+    assert not any("destroying" in text for text in kit.alerts())
+
+
+def test_a_dry_run_says_it_again_after_the_instance_was_used(kit: Kit) -> None:
+    kit.fake("nvidia-smi", "0", "0", "0", "90", "0")
+
+    kit.watch(loops=7, IDLE_LIMIT="2", DRY_RUN="1")
+
+    assert minutes(kit) == [
+        "idle 1/2",
+        "destroying 2/2",
+        "idle 3/2",
+        "busy 0/2",
+        "idle 1/2",
+        "destroying 2/2",
+        "idle 3/2",
+    ]
+    assert [t.split(", ", 1)[1] for t in kit.titles()] == [
+        "would destroy in 1 min (dry run)",
+        "would destroy (dry run)",
+    ] * 2
 
 
 def test_malformed_settings_fall_back_to_defaults_and_say_so(kit: Kit) -> None:

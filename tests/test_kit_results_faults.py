@@ -1,8 +1,9 @@
 """Whatever goes wrong between the results and the store, the instance is kept: a wrong
 bucket, a refused or expired credential, a store that drops an object or misreports it, a
 full disk under the manifest, a file that changes while it is uploaded, a name that cannot be
-a key. Never a destroy; always a notify with the reason, /fail, the job's exit status, and
-KEEP_FILE touched so that idle-watch waits too."""
+a key. Never a destroy; always one notify with the reason, then one failure ping (the job's
+exit status, or /fail after a job that succeeded), and KEEP_FILE touched so that idle-watch
+waits too."""
 
 from __future__ import annotations
 
@@ -41,14 +42,17 @@ def kept(kit: Kit, **env: str) -> str:
     assert done.returncode == 3, done.stderr
     assert kit.deletes() == []
     assert kit.runpod.pod("pod-1") is not None
-    assert kit.events() == ["ping:start", "notify", "ping:3", "ping:fail"]
-    [(_, _, fail_body)] = [p for p in kit.pings() if p[1] == "fail"]
-    assert fail_body.startswith("run.sh: results not safe, instance kept: results NOT safe: ")
+    assert kit.events() == ["ping:start", "notify", "ping:3"]
+    [(_, _, fail_body)] = [p for p in kit.pings() if p[1] == "3"]
+    assert fail_body.startswith(
+        "run.sh: job exited with status 3; results not safe, instance kept: results NOT safe: "
+    )
     assert Path(kit.env["KEEP_FILE"]).exists()
-    [alert] = kit.alerts()
-    assert alert.startswith("runpod-pod-1: run.sh: job exited with status 3; KEEPING this instance")
-    assert "Results are only on this instance" in alert
-    return alert
+    [alert] = kit.notifies()
+    assert alert.title == "runpod-pod-1: job FAILED (exit 3), results NOT safe, instance KEPT"
+    assert alert.level == "critical"
+    assert "The results are only on this instance" in alert.body
+    return alert.text
 
 
 def test_a_wrong_bucket(kit: Kit, store: Store) -> None:

@@ -80,9 +80,10 @@ def test_results_are_committed_pushed_and_read_back_before_the_destroy(
     # only the results were committed: the edited code stays uncommitted
     assert remote_file(bare, "train.py") == b"print('train')\n"
     assert git("log", "-1", "--format=%s", cwd=work).startswith("results: runpod-pod-1 ")
-    [alert] = kit.alerts()
-    assert alert == (
-        "runpod-pod-1: run.sh: job exited with status 0; results safe: 4 files, 11.5 MB, "
+    [alert] = kit.notifies()
+    assert alert.title == "runpod-pod-1: job done, results saved, destroying"
+    assert alert.body == (
+        "run.sh: job exited with status 0; results safe: 4 files, 11.5 MB, "
         f"git origin main@{head[:12]} verified; destroying this instance"
     )
     assert len(kit.deletes()) == 1
@@ -93,10 +94,11 @@ def kept(kit: Kit) -> str:
 
     assert done.returncode == 5, done.stderr
     assert kit.deletes() == []
-    assert "ping:fail" in kit.events()
+    assert kit.events()[-2:] == ["notify", "ping:5"]
     assert Path(kit.env["KEEP_FILE"]).exists()
     [alert] = kit.alerts()
-    assert "KEEPING this instance: results NOT safe: " in alert
+    assert alert.startswith("runpod-pod-1: job FAILED (exit 5), results NOT safe, instance KEPT")
+    assert "results NOT safe: " in alert
     return alert
 
 
@@ -183,5 +185,5 @@ def test_dry_run_says_the_whole_sequence_and_commits_nothing(
         assert line in done.stderr, line
     [alert] = kit.alerts()
     assert "dry run: would save 4 files, 11.5 MB, git origin main" in alert
-    assert alert.endswith("DRY_RUN=1: not destroying this instance")
+    assert "DRY_RUN=1: not destroying this instance" in alert
     assert kit.deletes() == []

@@ -57,12 +57,13 @@ def test_every_file_arrives_byte_identical_then_the_instance_is_destroyed(
     prefix, objects = saved(store)
     local_manifest = (tmp_path / "results" / "MANIFEST.json").read_bytes()
     assert objects == {**files, "MANIFEST.json": local_manifest}
-    assert kit.events() == ["ping:start", "notify", "ping:0", "ping:bye", "delete"]
+    assert kit.events() == ["ping:start", "ping", "notify", "ping:0", "ping:bye", "delete"]
     assert kit.runpod.pod("pod-1") is None
-    [alert] = kit.alerts()
+    [alert] = kit.notifies()
     where = f"s3://{store.bucket}/{prefix}"
-    assert alert == (
-        f"runpod-pod-1: run.sh: job exited with status 0; results safe: 4 files, 11.5 MB, "
+    assert alert.title == "runpod-pod-1: job done, results saved, destroying"
+    assert alert.body == (
+        f"run.sh: job exited with status 0; results safe: 4 files, 11.5 MB, "
         f"{where} verified; destroying this instance"
     )
     assert no_secret_in(done.stdout + done.stderr)
@@ -169,5 +170,5 @@ def test_dry_run_says_the_whole_sequence_and_uploads_nothing(
         assert line in done.stderr
     [alert] = kit.alerts()
     assert "dry run: would save 4 files, 11.5 MB, s3://" in alert
-    assert alert.endswith("DRY_RUN=1: not destroying this instance")
+    assert "DRY_RUN=1: not destroying this instance" in alert
     assert kit.deletes() == []

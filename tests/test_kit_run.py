@@ -32,10 +32,14 @@ def test_success_pushes_then_notifies_then_pings_then_destroys(kit: Kit) -> None
 
     assert done.returncode == 0
     assert "the job ran" in done.stdout
-    assert kit.events() == ["ping:start", "push", "notify", "ping:0", "ping:bye", "delete"]
-    [alert] = kit.alerts()
-    assert alert.startswith("runpod-pod-1: run.sh: job exited with status 0;")
-    assert "results pushed; destroying this instance" in alert
+    # the plain ping before the notify reads whether the instance is kept from outside
+    assert kit.events() == ["ping:start", "push", "ping", "notify", "ping:0", "ping:bye", "delete"]
+    [alert] = kit.notifies()
+    assert alert.title == "runpod-pod-1: job done, results saved, destroying"
+    assert (alert.level, alert.host) == ("info", "runpod-pod-1")
+    assert "run.sh: job exited with status 0; results pushed; destroying this instance" in (
+        alert.body
+    )
     assert kit.deleted_pods() == [("/v2/pods/pod-1", "pod", 204)]
     assert kit.runpod.pod("pod-1") is None
     assert "destroyed RunPod pod pod-1 (HTTP 204, with RUNPOD_API_KEY)" in done.stderr
@@ -51,7 +55,10 @@ def test_the_exit_status_reaches_push_message_and_heartbeat(
 
     assert done.returncode == status
     assert [r.path for r in kit.http.matching("POST", r"/push/.*")] == [f"/push/{status}"]
-    assert f"job exited with status {status};" in kit.alerts()[0]
+    [alert] = kit.notifies()
+    assert alert.title == f"runpod-pod-1: job FAILED (exit {status}), results saved, destroying"
+    assert alert.level == "warning"  # above a success's info
+    assert f"job exited with status {status};" in alert.body
     assert ("runpod-pod-1", str(status), "run.sh: job exited with status " + str(status)) in (
         kit.pings()
     )
@@ -70,7 +77,18 @@ def test_sigterm_stops_the_job_and_still_runs_the_exit_path(kit: Kit, tmp_path: 
         kit.kill_all(proc)
 
     assert proc.returncode == 143
-    assert job_events(kit) == ["ping:start", "push", "notify", "ping:143", "ping:bye", "delete"]
+    assert job_events(kit) == [
+        "ping:start",
+        "push",
+        "ping",
+        "notify",
+        "ping:143",
+        "ping:bye",
+        "delete",
+    ]
+    assert kit.titles() == [
+        "runpod-pod-1: job stopped by SIGTERM (exit 143), results saved, destroying"
+    ]
     assert "job exited with status 143 (SIGTERM)" in kit.alerts()[0]
     with pytest.raises(ProcessLookupError):
         os.kill(int(pidfile.read_text()), 0)
@@ -82,7 +100,7 @@ def test_keep_alive_skips_the_destroy_and_says_so(kit: Kit) -> None:
 
     assert done.returncode == 0
     assert kit.events() == ["ping:start", "push", "notify", "ping:0"]
-    assert "KEEP_ALIVE=1: keeping this instance" in kit.alerts()[0]
+    assert kit.titles() == ["runpod-pod-1: job done, results saved, instance kept (KEEP_ALIVE=1)"]
     assert kit.deletes() == []
 
 
@@ -91,10 +109,13 @@ def test_a_failed_push_keeps_the_instance_and_holds_idle_watch_off(kit: Kit) -> 
     done = kit.run("run.sh", "true", PUSH_CMD="echo pushing; exit 7")
 
     assert done.returncode == 0
-    assert kit.events() == ["ping:start", "notify", "ping:0", "ping:fail"]
-    [alert] = kit.alerts()
-    assert "push FAILED (PUSH_CMD exited 7)" in alert
-    assert "KEEPING this instance" in alert
+    # one notify, then one failure ping (no "ok" first): the guard sends one alert
+    assert kit.events() == ["ping:start", "notify", "ping:fail"]
+    [alert] = kit.notifies()
+    assert alert.title == "runpod-pod-1: job done, results NOT safe, instance KEPT"
+    assert alert.level == "critical"
+    assert "push FAILED (PUSH_CMD exited 7)" in alert.body
+    assert f"idle-watch holds off for 60 min ({keep_file} touched)" in alert.body
     assert keep_file.exists()
     assert kit.deletes() == []
 
@@ -112,20 +133,24 @@ def test_a_failed_destroy_sends_fail_and_a_notify(kit: Kit) -> None:
     done = kit.run("run.sh", "bash", "-c", "exit 4")
 
     assert done.returncode == 4
+    # the failure's notify first, then /fail: the guard's own alert stays quiet
     assert kit.events() == [
         "ping:start",
         "push",
+        "ping",
         "notify",
         "ping:4",
         "ping:bye",
         "delete",
-        "ping:fail",
         "notify",
+        "ping:fail",
     ]
-    failure = kit.alerts()[1]
-    assert "destroying RunPod pod pod-1 failed (HTTP 503: injected failure, with" in failure
+    failure = kit.notifies()[1]
+    assert failure.title == "runpod-pod-1: destroy FAILED, still billing"
+    assert failure.level == "critical"
+    assert "destroying RunPod pod pod-1 failed (HTTP 503: injected failure, with" in failure.body
     assert kit.runpod.pod("pod-1") is not None
-    assert "idle-watch, the heartbeat watch and the reaper take over" in failure
+    assert "idle-watch, the heartbeat watch and the reaper take over" in failure.body
 
 
 def test_runpod_falls_back_to_reaper_self_key_when_the_pod_key_is_refused(kit: Kit) -> None:
@@ -151,7 +176,11 @@ def test_dry_run_says_what_it_would_destroy_and_calls_nothing_mutating(kit: Kit)
     assert kit.runpod.pod("pod-1") is not None
     assert "ping:bye" not in kit.events()
     assert "dry run: would destroy RunPod pod pod-1 (DELETE with RUNPOD_API_KEY)" in done.stderr
-    assert "DRY_RUN=1: not destroying this instance" in kit.alerts()[0]
+    assert kit.titles() == ["runpod-pod-1: job done, results saved, would destroy (dry run)"]
+    assert (
+        "DRY_RUN=1: not destroying this instance; it would destroy RunPod pod pod-1"
+        in (kit.alerts()[0])
+    )
 
 
 def test_vast_destroys_with_the_container_key(kit: Kit) -> None:

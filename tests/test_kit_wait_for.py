@@ -55,7 +55,7 @@ def test_a_file_still_growing_after_the_job_exits_keeps_run_sh_waiting(
     size, pushed_at = (tmp_path / "pushed").read_text().split()
     assert int(size) == 120  # the whole file, not the part written when the job exited
     assert float(pushed_at) - float(finished.read_text()) >= 1.0  # STABLE_FOR after the last write
-    assert kit.events() == ["ping:start", "notify", "ping:0", "ping:bye", "delete"]
+    assert kit.events() == ["ping:start", "ping", "notify", "ping:0", "ping:bye", "delete"]
     assert "results pushed; destroying this instance" in kit.alerts()[0]
 
 
@@ -90,9 +90,12 @@ def test_an_output_that_never_comes_is_notified_and_nothing_is_destroyed(
 
     assert done.returncode == 4
     assert kit.events() == ["ping:start", "notify", "ping:4"]
-    [alert] = kit.alerts()
-    assert alert == (
-        f"runpod-pod-1: run.sh: job exited with status 4; WAIT_FOR not complete after 1s "
+    [alert] = kit.notifies()
+    assert (
+        alert.title == "runpod-pod-1: job FAILED (exit 4), output not complete, left to idle-watch"
+    )
+    assert alert.body == (
+        f"run.sh: job exited with status 4; WAIT_FOR not complete after 1s "
         f"(WAIT_TIMEOUT): {tmp_path}/out/model.pt (missing). Not saving or destroying: "
         "idle-watch saves the results and destroys by its own rules"
     )

@@ -8,9 +8,9 @@ from datetime import UTC, datetime, timedelta
 
 import pytest
 
-from reaper.config import Settings
 from reaper.core.license import License, Void, announced_deadline, license_for
 from reaper.core.models import History, KeptInstance, WarningRecord
+from reaper.settings.model import Settings
 
 H = timedelta(hours=1)
 STRETCH = datetime(2026, 6, 1, 0, 0, tzinfo=UTC)

@@ -81,7 +81,7 @@ def test_a_keep_ends_a_terminate_now_still_waiting_for_a_pass(tmp_path: Path) ->
     then the pod was kept for half an hour: the person changed their mind. Once the keep is
     over, the waiting press terminates nothing; a new warning comes first."""
     from reaper.passes import keeping
-    from reaper.passes.reap import LEASE_NAME, LEASE_TTL
+    from reaper.passes.reap.state import LEASE_NAME, LEASE_TTL
 
     with phone(tmp_path) as p:
         assert p.telegram is not None

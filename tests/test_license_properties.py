@@ -16,7 +16,6 @@ from datetime import UTC, datetime, timedelta
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from reaper.config import Settings
 from reaper.core.license import announced_deadline, license_deadline
 from reaper.core.models import (
     Decision,
@@ -27,6 +26,7 @@ from reaper.core.models import (
     WarningRecord,
 )
 from reaper.core.policy import decide, recheck
+from reaper.settings.model import Settings
 from tests.settings_support import settings as settings_of
 
 T0 = datetime(2026, 6, 1, 0, 0, tzinfo=UTC)
@@ -92,7 +92,7 @@ class World:
             table.pop(KEY, None)
 
     def absent_pass(self) -> None:
-        """A complete, trustworthy listing that misses the instance (`reap._absences`)."""
+        """A complete, trustworthy listing that misses the instance (`passes.reap.run.absences`)."""
         if KEY not in self.stopped:
             self.warnings.pop(KEY, None)
             return

@@ -8,8 +8,9 @@ from pathlib import Path
 
 import pytest
 
-from reaper.config import Account, ConfigError, load_settings
+from reaper.app.settings import load_settings
 from reaper.core.models import Monitor
+from reaper.settings.parse import Account, ConfigError
 from tests.heartbeat_support import KEY, make_settings, served
 
 

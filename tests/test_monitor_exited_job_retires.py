@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from emulators import RunPodEmulator
-from reaper.config import Account
+from reaper.settings.parse import Account
 from tests.heartbeat_support import Served, make_settings, served, watch_with_providers
 
 

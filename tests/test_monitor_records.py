@@ -12,7 +12,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from reaper.core.records import Monitor, PingEvent, RecordError
-from tests.store_contract import full_monitor
+from tests.store_contract.records import full_monitor
 
 T0 = datetime(2026, 1, 1, tzinfo=UTC)
 

@@ -8,8 +8,9 @@ from collections.abc import Iterator
 
 import pytest
 
+from reaper.app.wiring import make_notifier
 from reaper.channels.bark import CUT, BarkChannel
-from reaper.channels.fanout import ChannelOptions, make_notifier
+from reaper.channels.base import ChannelOptions
 from reaper.core.models import Alert, AlertLevel, Delivery
 from tests.fakes import FakeSleep
 from tests.fakes.bark import BarkFake

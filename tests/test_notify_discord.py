@@ -13,8 +13,9 @@ from datetime import timedelta
 import httpx
 import pytest
 
+from reaper.app.wiring import make_notifier
+from reaper.channels.base import ChannelOptions
 from reaper.channels.discord import escape, versioned
-from reaper.channels.fanout import ChannelOptions, make_notifier
 from reaper.channels.incoming import CUT
 from reaper.core.models import Alert, AlertLevel, Delivery, PhoneAction
 from tests.fakes import FakeSleep

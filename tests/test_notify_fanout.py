@@ -12,20 +12,20 @@ from typing import Any
 import pytest
 
 from reaper import log
+from reaper.app.wiring import make_notifier
 from reaper.channels.bark import BarkChannel
-from reaper.channels.base import channels_configured
-from reaper.channels.fanout import (
+from reaper.channels.base import (
     ChannelOptions,
     ChannelRequest,
-    FanoutNotifier,
     LogNotifier,
     Verdict,
-    make_notifier,
+    channels_configured,
 )
+from reaper.channels.fanout import FanoutNotifier
 from reaper.channels.telegram import TelegramChannel
-from reaper.config import Settings
 from reaper.core.models import Alert
 from reaper.interfaces import commands
+from reaper.settings.model import Settings
 from tests.fakes import FakeSleep
 from tests.fakes.bark import BarkFake
 from tests.fakes.telegram import TelegramFake

@@ -12,6 +12,7 @@ import pytest
 from reaper.core import messages
 from reaper.core.leaks import Finding
 from reaper.core.models import Alert, Instance
+from reaper.core.units import humanize
 from reaper.providers.runpod.client import what_is_lost as runpod_loses
 from reaper.providers.vast.client import what_is_lost as vast_loses
 
@@ -94,7 +95,7 @@ def assert_phone_readable(alert: Alert) -> None:
     ],
 )
 def test_humanize(delta: timedelta, text: str) -> None:
-    assert messages.humanize(delta) == text
+    assert humanize(delta) == text
 
 
 def test_termination_warning_runpod() -> None:

@@ -12,7 +12,8 @@ from datetime import timedelta
 
 import pytest
 
-from reaper.channels.fanout import ChannelOptions, make_notifier
+from reaper.app.wiring import make_notifier
+from reaper.channels.base import ChannelOptions
 from reaper.channels.ntfy import CUT, MESSAGE_BUDGET
 from reaper.core.models import Alert, AlertLevel, Delivery, PhoneAction
 from tests.fakes import FakeSleep

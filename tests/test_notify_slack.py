@@ -11,7 +11,8 @@ from datetime import timedelta
 
 import pytest
 
-from reaper.channels.fanout import ChannelOptions, make_notifier
+from reaper.app.wiring import make_notifier
+from reaper.channels.base import ChannelOptions
 from reaper.channels.incoming import CUT
 from reaper.core.models import Alert, AlertLevel, Delivery, PhoneAction
 from tests.fakes import FakeSleep, Reply

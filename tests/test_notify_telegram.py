@@ -15,7 +15,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from reaper.channels.fanout import ChannelOptions, make_notifier
+from reaper.app.wiring import make_notifier
+from reaper.channels.base import ChannelOptions
 from reaper.channels.telegram import Part, plain_text, render_html, split_text
 from reaper.core.models import Alert, AlertLevel, Delivery
 from tests.fakes import FakeSleep

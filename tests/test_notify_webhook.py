@@ -12,7 +12,9 @@ from datetime import UTC, datetime, timedelta
 import pytest
 
 from emulators.clock import FakeClock
-from reaper.channels.fanout import ChannelOptions, FanoutNotifier, make_notifier
+from reaper.app.wiring import make_notifier
+from reaper.channels.base import ChannelOptions
+from reaper.channels.fanout import FanoutNotifier
 from reaper.channels.webhook import WebhookChannel
 from reaper.core import messages
 from reaper.core.models import Alert, Delivery, Instance

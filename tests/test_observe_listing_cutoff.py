@@ -9,11 +9,11 @@ import asyncio
 import time
 
 from emulators import RunPodEmulator
-from reaper.config import Account
 from reaper.passes.deadline import PassDeadline
 from reaper.passes.observe import Observation, observe
-from reaper.providers.http import HttpOptions
+from reaper.providers.base import HttpOptions
 from reaper.providers.runpod.client import RunPodClient
+from reaper.settings.parse import Account
 from tests.hostile_support import HostileServer
 
 KEY = "rp-cutoff-key-0001"

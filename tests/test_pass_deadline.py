@@ -8,8 +8,10 @@ from datetime import timedelta
 
 import pytest
 
-from reaper.config import ConfigError, Settings, load_settings
+from reaper.app.settings import load_settings
 from reaper.passes.deadline import LAMBDA_MARGIN, PassDeadline, pass_seconds
+from reaper.settings.model import Settings
+from reaper.settings.parse import ConfigError
 
 
 class Ticks:

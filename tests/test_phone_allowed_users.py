@@ -17,7 +17,7 @@ from typing import Any
 import pytest
 
 from reaper.channels.telegram import read_settings
-from reaper.config import ConfigError, Env
+from reaper.settings.parse import ConfigError, Env
 from tests.fakes.telegram import ALICE, FAKE_TOKEN, Message, TelegramFake
 from tests.phone_support import Phone, phone
 from tests.settings_support import replaced

@@ -10,6 +10,7 @@ from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
+from reaper.app.wiring import make_notifier
 from reaper.core import messages
 from reaper.core.models import Alert, Instance
 from reaper.passes.arm import CALLBACK_PREFIX, GRANT_TTL, arm_safely
@@ -134,7 +135,8 @@ def test_a_store_that_fails_while_arming_costs_the_actions_not_the_alert() -> No
         inst, NOW + timedelta(hours=1), NOW, "reaper:keep", next_check=NOW + timedelta(hours=1)
     )
     assert alert.actions
-    armed = arm_safely(alert, _FailingStore(), settings, NOW)  # type: ignore[arg-type]
+    room = make_notifier(settings).actions
+    armed = arm_safely(alert, _FailingStore(), settings, NOW, room)  # type: ignore[arg-type]
     assert armed.actions == () and armed.menu is None
     assert armed.title == alert.title
 

@@ -6,8 +6,9 @@ from __future__ import annotations
 
 import pytest
 
+from reaper.app.settings import load_settings
 from reaper.channels.telegram import TelegramSettings
-from reaper.config import ConfigError, load_settings
+from reaper.settings.parse import ConfigError
 
 BOT = {"TELEGRAM_BOT_TOKEN": "123456:ABC-def_ghi", "TELEGRAM_CHAT_ID": "4242"}
 
@@ -81,6 +82,6 @@ def test_a_webhook_secret_needs_a_bot() -> None:
 
 
 def test_the_webhook_secret_is_read_from_ssm_on_aws() -> None:
-    from reaper.secrets import SECRET_VARIABLES
+    from reaper.app.ssm import SECRET_VARIABLES
 
     assert "TELEGRAM_WEBHOOK_SECRET" in SECRET_VARIABLES

@@ -17,10 +17,9 @@ from reaper.core.models import PhoneAction
 from reaper.passes.act import LINK, perform
 from reaper.passes.arm import grant_id, mint
 from reaper.store.dynamodb import DynamoDBStore, create_table
-from tests.aws_support import atomic
+from tests.aws_support import AWS_ENV, atomic
 from tests.phone_support import link_path, phone
-from tests.store_contract import KEEP_A_DAY, T0, grant
-from tests.test_store_dynamodb import AWS_ENV
+from tests.store_contract.records import KEEP_A_DAY, T0, grant
 
 
 def _race(count: int, act: Callable[[], Any]) -> list[Any]:

@@ -9,10 +9,11 @@ from __future__ import annotations
 import asyncio
 from pathlib import Path
 
+from reaper.app.wiring import make_clients
 from reaper.core.models import KeptInstance, TerminationRequest
 from reaper.passes.context import Context, DryRunEffects
-from reaper.passes.reap import LEASE_NAME, LEASE_TTL, request_pass
-from reaper.providers.plugins import make_clients
+from reaper.passes.reap import request_pass
+from reaper.passes.reap.state import LEASE_NAME, LEASE_TTL
 from tests.fakes.telegram import Message
 from tests.phone_support import Phone, link_path, phone
 from tests.reap_support import FAST_CONFIRM, FAST_HTTP, action_of

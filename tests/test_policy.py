@@ -7,10 +7,10 @@ from datetime import UTC, datetime, timedelta
 
 import pytest
 
-from reaper.config import Settings
 from reaper.core.license import announced_deadline
 from reaper.core.models import History, Instance, KeptInstance, WarningRecord
 from reaper.core.policy import decide
+from reaper.settings.model import Settings
 
 NOW = datetime(2026, 6, 1, 12, 0, tzinfo=UTC)
 H = timedelta(hours=1)

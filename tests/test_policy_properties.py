@@ -8,10 +8,10 @@ from datetime import UTC, datetime, timedelta
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from reaper.config import Settings
 from reaper.core.license import announced_deadline
 from reaper.core.models import History, Instance, KeptInstance, WarningRecord
 from reaper.core.policy import decide
+from reaper.settings.model import Settings
 from tests.settings_support import settings as settings_of
 
 NOW = datetime(2026, 6, 1, 12, 0, tzinfo=UTC)

@@ -9,9 +9,9 @@ import asyncio
 import pytest
 
 from emulators import RunPodEmulator, VastEmulator
-from reaper.config import Account
 from reaper.providers.base import ProviderError
 from reaper.providers.runpod.client import RunPodClient
+from reaper.settings.parse import Account
 from tests.provider_support import FAST, on_runpod, on_vast
 
 RP_KEY = "rp-test-key-0007"

@@ -11,10 +11,9 @@ import time
 import pytest
 
 from reaper.capped import byte_size
-from reaper.config import Account
-from reaper.providers.base import ProviderError
-from reaper.providers.http import MAX_BODY, HttpOptions
+from reaper.providers.base import MAX_BODY, HttpOptions, ProviderError
 from reaper.providers.runpod.client import RunPodClient
+from reaper.settings.parse import Account
 from tests.hostile_support import HUGE, HostileServer, Mode
 
 KEY = "rp-hostile-key-0042"

@@ -20,7 +20,7 @@ from referencing import Registry, Resource
 from referencing.jsonschema import DRAFT202012
 
 from emulators.digitalocean import DigitalOceanEmulator
-from tests.test_emulator_schema import openapi30_to_jsonschema, pointer
+from tests.openapi_support import openapi30_to_jsonschema, pointer
 
 SPEC = Path(__file__).resolve().parent / "specs" / "digitalocean"
 BASE = "https://spec.digitalocean.invalid/"

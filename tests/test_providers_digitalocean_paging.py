@@ -13,8 +13,7 @@ import pytest
 from emulators.digitalocean import DigitalOceanEmulator
 from emulators.server import EmulatorServer, Request, Response
 from reaper.core.models import Instance
-from reaper.providers.base import ProviderError
-from reaper.providers.http import HttpOptions
+from reaper.providers.base import HttpOptions, ProviderError
 from tests.digitalocean_support import FAST, TOKEN, on_digitalocean
 
 RETRYING = HttpOptions(timeout=2, max_attempts=3, backoff_base=0.001, backoff_cap=0.005)

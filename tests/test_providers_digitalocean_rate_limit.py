@@ -9,7 +9,7 @@ from pathlib import Path
 
 from emulators.digitalocean import DigitalOceanEmulator
 from emulators.server import Response
-from reaper.providers.http import HttpOptions
+from reaper.providers.base import HttpOptions
 from tests.digitalocean_support import TOKEN, action_of, do_world, on_digitalocean
 
 PATIENT = HttpOptions(

@@ -14,9 +14,11 @@ from pathlib import Path
 import pytest
 
 from emulators.digitalocean import DigitalOceanEmulator
-from reaper.config import ConfigError, known_variables, load_settings
+from reaper.app.settings import known_variables, load_settings
+from reaper.app.wiring import make_clients
 from reaper.providers.digitalocean import DEFAULT_API_URL, DigitalOceanSettings
-from reaper.providers.plugins import label, make_clients
+from reaper.providers.plugins import label
+from reaper.settings.parse import ConfigError
 
 TOKEN = "dop_v1_settings_token_0001"
 

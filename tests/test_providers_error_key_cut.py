@@ -10,7 +10,7 @@ from collections.abc import Iterator
 import pytest
 
 from emulators.server import EmulatorServer, Request, Response
-from reaper.providers.http import HttpOptions
+from reaper.providers.base import HttpOptions
 from tests.log_support import json_log
 from tests.provider_support import runpod_listing_error
 

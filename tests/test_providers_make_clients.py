@@ -6,9 +6,9 @@ from __future__ import annotations
 import asyncio
 
 from emulators import RunPodEmulator, VastEmulator
-from reaper.config import load_settings
-from reaper.providers.http import HttpOptions
-from reaper.providers.plugins import make_clients
+from reaper.app.settings import load_settings
+from reaper.app.wiring import make_clients
+from reaper.providers.base import HttpOptions
 from reaper.providers.runpod.client import RunPodClient
 from reaper.providers.vast.client import VastClient
 

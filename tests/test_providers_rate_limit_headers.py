@@ -12,10 +12,10 @@ import httpx
 import pytest
 
 from emulators import RunPodEmulator
-from reaper.config import Account
-from reaper.providers.http import HttpOptions
+from reaper.providers.base import HttpOptions
 from reaper.providers.pacing import pacing_wait
 from reaper.providers.runpod.client import RunPodClient
+from reaper.settings.parse import Account
 from tests.hostile_support import HostileServer
 
 KEY = "rp-pacing-key-0007"

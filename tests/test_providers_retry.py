@@ -11,12 +11,12 @@ from email.utils import format_datetime
 import pytest
 
 from emulators import RunPodEmulator, VastEmulator
-from reaper.config import Account
 from reaper.core.models import Instance
-from reaper.providers.base import ProviderError
-from reaper.providers.http import HttpOptions, parse_retry_after
+from reaper.providers.base import HttpOptions, ProviderError
+from reaper.providers.http import parse_retry_after
 from reaper.providers.runpod.client import RunPodClient
 from reaper.providers.vast.client import VastClient
+from reaper.settings.parse import Account
 
 FAST = HttpOptions(
     timeout=2, max_attempts=4, backoff_base=0.001, backoff_cap=0.004, retry_after_cap=0.03

@@ -9,7 +9,7 @@ from typing import Any
 import pytest
 
 from emulators import RunPodEmulator
-from reaper.providers.http import HttpOptions
+from reaper.providers.base import HttpOptions
 from reaper.providers.runpod.client import UNKNOWN_CLUSTER, parse_pod
 from tests.provider_support import on_runpod
 

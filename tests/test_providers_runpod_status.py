@@ -11,7 +11,7 @@ import pytest
 
 from emulators import RunPodEmulator
 from reaper.core.models import Instance
-from reaper.providers.http import HttpOptions
+from reaper.providers.base import HttpOptions
 from tests.provider_support import on_runpod
 
 FAST = HttpOptions(timeout=2, max_attempts=2, backoff_base=0.001, backoff_cap=0.005)

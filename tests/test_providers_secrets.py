@@ -14,11 +14,11 @@ import pytest
 
 from emulators import RunPodEmulator, VastEmulator
 from emulators.server import EmulatorServer, Request, Response
-from reaper.config import Account
 from reaper.core.models import Instance
 from reaper.providers.base import ProviderError
 from reaper.providers.runpod.client import RunPodClient
 from reaper.providers.vast.client import VastClient
+from reaper.settings.parse import Account
 from tests.log_support import json_log
 from tests.provider_support import FAST, runpod_listing_error
 

@@ -7,8 +7,7 @@ from __future__ import annotations
 import pytest
 
 from emulators import RunPodEmulator, VastEmulator
-from reaper.providers.base import ProviderError
-from reaper.providers.http import HttpOptions
+from reaper.providers.base import HttpOptions, ProviderError
 from reaper.providers.runpod.client import RunPodClient
 from reaper.providers.vast.client import VastClient
 from tests.provider_support import on_runpod, on_vast

@@ -7,7 +7,7 @@ import asyncio
 from pathlib import Path
 
 from reaper import USER_AGENT, __version__
-from reaper.channels.fanout import make_notifier
+from reaper.app.wiring import make_notifier
 from reaper.core.models import Alert
 from tests.fakes.bark import BarkFake
 from tests.fakes.telegram import TelegramFake

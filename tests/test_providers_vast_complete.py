@@ -17,11 +17,10 @@ import pytest
 
 from emulators import VastEmulator
 from emulators.server import EmulatorServer, Request, Response
-from reaper.config import Account
 from reaper.core.models import Instance
-from reaper.providers.base import ProviderError
-from reaper.providers.http import HttpOptions
+from reaper.providers.base import HttpOptions, ProviderError
 from reaper.providers.vast.client import VastClient
+from reaper.settings.parse import Account
 
 FAST = HttpOptions(timeout=2, max_attempts=2, backoff_base=0.001, backoff_cap=0.004)
 KEY = "vast-test-key-0015"

@@ -13,8 +13,7 @@ import pytest
 
 from emulators import VastEmulator
 from emulators.server import EmulatorServer, Request, Response
-from reaper.providers.base import ProviderError
-from reaper.providers.http import HttpOptions
+from reaper.providers.base import HttpOptions, ProviderError
 from reaper.providers.vast.client import parse_instance
 from tests.provider_support import on_vast
 

@@ -17,10 +17,10 @@ import pytest
 from emulators.channels import RecordingNotifier
 from emulators.clock import FakeClock
 from handlers import reap
-from reaper.config import Account as Key
-from reaper.config import StateURL
 from reaper.interfaces import serve
 from reaper.passes.deadline import LAMBDA_MARGIN
+from reaper.settings.model import StateURL
+from reaper.settings.parse import Account as Key
 from reaper.store.sqlite import SQLiteStore
 from tests.aws_support import Account, aws_account, scheduled_event
 from tests.hostile_support import HostileServer

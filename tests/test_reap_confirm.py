@@ -6,10 +6,10 @@ import asyncio
 from collections.abc import Callable, Collection
 from pathlib import Path
 
+from reaper.app.wiring import make_clients
 from reaper.core.models import Instance
 from reaper.passes.reap import ReapReport, reap_pass
 from reaper.providers.base import ProviderClient, TerminateOutcome
-from reaper.providers.plugins import make_clients
 from tests.reap_support import FAST_CONFIRM, FAST_HTTP, World, action_of, world
 
 

@@ -10,8 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.reap_support import world
-from tests.test_reap_cli import cli
+from tests.reap_support import cli, world
 
 
 def strict(text: str) -> object:

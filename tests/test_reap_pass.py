@@ -10,6 +10,7 @@ from pathlib import Path
 from emulators.clock import FakeClock
 from reaper.core.models import Alert, Delivery, History
 from reaper.core.units import iso
+from tests.fakes.notifiers import StandIn
 from tests.reap_support import action_of, world
 from tests.settings_support import replaced
 
@@ -260,7 +261,7 @@ def test_a_delete_whose_answer_never_came_is_settled_by_re_listing(tmp_path: Pat
         assert record.result == "requested" and "answer unknown" in record.detail
 
 
-class FailingNotifier:
+class FailingNotifier(StandIn):
     async def send(self, alert: Alert) -> list[Delivery]:
         return [Delivery(channel="telegram", ok=False, detail="down")]
 
@@ -299,7 +300,7 @@ def test_two_passes_at_once_one_runs_and_the_other_says_the_lease_is_taken(tmp_p
 
 
 def test_two_accounts_of_one_provider_are_both_listed(tmp_path: Path) -> None:
-    from reaper.config import Account
+    from reaper.settings.parse import Account
 
     with world(tmp_path) as w:
         w.runpod.keys["second"] = "rp-second-key-0123456789"
@@ -375,7 +376,7 @@ def test_the_termination_happens_at_the_deadline_the_warning_announced(tmp_path:
 
 
 def test_a_pass_that_lost_its_lease_stops_acting(tmp_path: Path) -> None:
-    from reaper.passes.reap import LEASE_NAME, LEASE_TTL
+    from reaper.passes.reap.state import LEASE_NAME, LEASE_TTL
 
     with world(tmp_path) as w:
         pod = w.runpod.add_pod(status="EXITED")

@@ -13,7 +13,7 @@ import pytest
 
 from reaper.passes.deadline import PassDeadline
 from reaper.passes.reap import ReapReport
-from reaper.providers.http import HttpOptions
+from reaper.providers.base import HttpOptions
 from tests.hostile_support import HostileServer
 from tests.reap_support import World, action_of, world
 

@@ -8,8 +8,7 @@ import json
 from datetime import UTC, datetime
 from pathlib import Path
 
-from tests.reap_support import world
-from tests.test_reap_cli import cli
+from tests.reap_support import cli, world
 
 
 def test_reap_json_prints_a_pod_name_with_a_lone_surrogate(tmp_path: Path) -> None:

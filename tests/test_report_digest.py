@@ -14,13 +14,14 @@ import pytest
 from emulators import RunPodEmulator, VastEmulator
 from emulators.channels import RecordingNotifier
 from emulators.clock import FakeClock
-from reaper.config import Account, ConfigError, Settings, StateURL
+from reaper.app.wiring import make_clients
 from reaper.core.leaks import leak_key
 from reaper.core.models import AuditRecord, Balance, Episode, Instance, Monitor, Volume
 from reaper.interfaces.commands import report_command as report_impl
 from reaper.passes.digest import ProblemLine, Survey, build_digest, digest_alert, digest_once
-from reaper.providers.http import HttpOptions
-from reaper.providers.plugins import make_clients
+from reaper.providers.base import HttpOptions
+from reaper.settings.model import Settings, StateURL
+from reaper.settings.parse import Account, ConfigError
 from reaper.store.sqlite import SQLiteStore
 from tests.settings_support import settings as settings_of
 

@@ -112,8 +112,8 @@ def test_a_dry_run_reports_the_runway_and_sends_nothing(tmp_path: Path) -> None:
 def test_the_digest_and_the_report_show_the_runway(tmp_path: Path) -> None:
     import asyncio
 
+    from reaper.app.wiring import make_clients
     from reaper.interfaces.views import digest_text
-    from reaper.providers.plugins import make_clients
     from tests.reap_support import FAST_HTTP
 
     with world(tmp_path) as w:

@@ -9,7 +9,7 @@ import pytest
 
 from reaper.core.models import Alert
 from reaper.passes.reap import ActOptions
-from reaper.providers.http import HttpOptions
+from reaper.providers.base import HttpOptions
 from tests.reap_support import ActingNotifier, action_of, world
 
 

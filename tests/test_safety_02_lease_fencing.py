@@ -6,7 +6,7 @@ from datetime import timedelta
 from pathlib import Path
 
 from reaper.core.models import Alert
-from reaper.passes.reap import LEASE_NAME, LEASE_TTL
+from reaper.passes.reap.state import LEASE_NAME, LEASE_TTL
 from tests.reap_support import ActingNotifier, world
 
 

@@ -8,6 +8,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 
 from reaper.channels.base import LogNotifier
+from tests.fakes.notifiers import StandIn
 from tests.reap_support import action_of, world
 from tests.settings_support import replaced
 
@@ -77,7 +78,7 @@ def test_a_channel_that_is_down_for_good_exits_1(tmp_path: Path) -> None:
     """Review finding: every warning failing to send must not look like a quiet success."""
     from reaper.core.models import Alert, Delivery
 
-    class Down:
+    class Down(StandIn):
         async def send(self, alert: Alert) -> list[Delivery]:
             return [Delivery(channel="telegram", ok=False, detail="HTTP 502")]
 

@@ -14,8 +14,9 @@ import httpx
 import pytest
 
 from emulators import RunPodEmulator
-from reaper.config import ConfigError, Settings, StateURL
 from reaper.interfaces.serve import serve_command
+from reaper.settings.model import Settings, StateURL
+from reaper.settings.parse import ConfigError
 from reaper.store.sqlite import SQLiteStore
 from tests.serve_support import KEY, reaper_serve
 

@@ -16,8 +16,8 @@ import pytest
 
 from emulators.channels import RecordingNotifier
 from emulators.clock import FakeClock
-from reaper.config import Account
 from reaper.interfaces.serve import Job, Scheduler, next_daily, serve_jobs
+from reaper.settings.parse import Account
 from tests.heartbeat_support import make_settings
 
 ROOT = Path(__file__).resolve().parents[1]

@@ -14,8 +14,8 @@ import pytest
 
 from emulators.channels import RecordingNotifier
 from emulators.clock import FakeClock
-from reaper.config import Account
 from reaper.interfaces.serve import Job, Scheduler, serve_jobs
+from reaper.settings.parse import Account
 from tests.heartbeat_support import make_settings, served
 
 

@@ -16,10 +16,11 @@ import pytest
 from moto import mock_aws
 
 from reaper.core.models import KeptInstance, Monitor
-from reaper.store.base import ReadOnlyStoreError, Store
 from reaper.store.dynamodb import DynamoDBStore, create_table
+from reaper.store.ports import ReadOnlyStoreError, Store
 from tests.aws_support import atomic
-from tests.store_contract import HOUR, MINUTE, T0, WRITES, StoreContract, audit_record, reap_run
+from tests.store_contract import StoreContract
+from tests.store_contract.records import HOUR, MINUTE, T0, WRITES, audit_record, reap_run
 
 AWS_ENV = {
     # Fake credentials and a region, so that nothing can reach a real account.
@@ -376,7 +377,7 @@ def test_the_module_imports_without_boto3() -> None:
 
 def test_snapshots_and_sign_in_tokens_expire_by_ttl(db: Table) -> None:
     from reaper.core.snapshot import Snapshot
-    from reaper.store.base import SNAPSHOT_RETENTION
+    from reaper.store.rows import SNAPSHOT_RETENTION
 
     store = db.store()
     store.record_snapshot(Snapshot(at=T0))

@@ -11,15 +11,15 @@ from pathlib import Path
 import pytest
 
 from reaper.core.models import KeptInstance, Monitor
-from reaper.store import sqlite as sqlite_module
-from reaper.store.base import ReadOnlyStoreError, Store
-from reaper.store.sqlite import SCHEMA_VERSION, SQLiteStore, StoreSchemaError
-from tests.store_contract import (
+from reaper.store.ports import ReadOnlyStoreError, Store
+from reaper.store.sqlite import SQLiteStore, StoreSchemaError, connection, coordination, ledger
+from reaper.store.sqlite.schema import SCHEMA_VERSION
+from tests.store_contract import StoreContract
+from tests.store_contract.records import (
     HOUR,
     MINUTE,
     T0,
     WRITES,
-    StoreContract,
     audit_record,
     full_monitor,
     reap_run,
@@ -155,9 +155,9 @@ def test_a_new_file_has_small_pages_and_an_old_one_keeps_its_own(tmp_path: Path)
     after the same amount of WAL, in its own pages."""
     new = tmp_path / "new.db"
     store = SQLiteStore(str(new))
-    assert store._connection().execute("PRAGMA page_size").fetchone()[0] == sqlite_module.PAGE_SIZE
+    assert store._connection().execute("PRAGMA page_size").fetchone()[0] == connection.PAGE_SIZE
     checkpoint = store._connection().execute("PRAGMA wal_autocheckpoint").fetchone()[0]
-    assert checkpoint == sqlite_module.WAL_CHECKPOINT_BYTES // sqlite_module.PAGE_SIZE
+    assert checkpoint == connection.WAL_CHECKPOINT_BYTES // connection.PAGE_SIZE
     store.close()
 
     old = tmp_path / "old.db"
@@ -168,7 +168,7 @@ def test_a_new_file_has_small_pages_and_an_old_one_keeps_its_own(tmp_path: Path)
     store = SQLiteStore(str(old))
     assert store._connection().execute("PRAGMA page_size").fetchone()[0] == 4096
     checkpoint = store._connection().execute("PRAGMA wal_autocheckpoint").fetchone()[0]
-    assert checkpoint == sqlite_module.WAL_CHECKPOINT_BYTES // 4096
+    assert checkpoint == connection.WAL_CHECKPOINT_BYTES // 4096
     store.close()
 
 
@@ -276,8 +276,8 @@ def test_a_version_2_file_is_migrated_and_its_warnings_license_nothing(db_path: 
     """A heard enforce warning written before the store kept its stretch cannot tell which
     stopped stretch it was for: after the upgrade it licenses nothing (the next pass warns
     anew), and the new columns are there to write."""
-    from reaper.config import Settings
     from reaper.core.license import Void, license_for
+    from reaper.settings.model import Settings
 
     SQLiteStore(str(db_path)).close()
     conn = sqlite3.connect(db_path)
@@ -330,7 +330,7 @@ def count_rows(path: Path, table: str) -> int:
 
 
 def test_reap_runs_keep_only_the_latest(db_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(sqlite_module, "REAP_RUNS_KEPT", 5)
+    monkeypatch.setattr(ledger, "REAP_RUNS_KEPT", 5)
     store = SQLiteStore(str(db_path))
     for minutes in range(12):
         store.record_reap(reap_run(T0, T0 + minutes * MINUTE))
@@ -342,11 +342,11 @@ def test_reap_runs_keep_only_the_latest(db_path: Path, monkeypatch: pytest.Monke
 
 
 def test_old_alert_claims_are_pruned(db_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(sqlite_module, "CLAIM_PRUNE_EVERY", 10)
+    monkeypatch.setattr(coordination, "CLAIM_PRUNE_EVERY", 10)
     store = SQLiteStore(str(db_path))
     for i in range(5):
         assert store.claim_alert(f"old-{i}", T0, HOUR)
-    later = T0 + sqlite_module.CLAIM_RETENTION + HOUR
+    later = T0 + coordination.CLAIM_RETENTION + HOUR
     for i in range(5):
         assert store.claim_alert(f"new-{i}", later, HOUR)
     assert count_rows(db_path, "alert_claims") == 5
@@ -391,7 +391,7 @@ def test_threads_share_one_store_without_double_claims(tmp_path: Path) -> None:
 
 def test_snapshots_older_than_the_retention_are_pruned(tmp_path: Path) -> None:
     from reaper.core.snapshot import Snapshot
-    from reaper.store.base import SNAPSHOT_RETENTION
+    from reaper.store.rows import SNAPSHOT_RETENTION
 
     store = SQLiteStore(str(tmp_path / "state.db"))
     try:

@@ -16,11 +16,10 @@ from pathlib import Path
 import pytest
 
 from reaper.core.records import Monitor, PingEvent
-from reaper.store import sqlite as sqlite_module
-from reaper.store.sqlite import SQLiteStore
+from reaper.store.sqlite import SQLiteStore, connection
 from tests.heartbeat_support import make_settings, served
 from tests.log_support import json_log
-from tests.store_contract import MINUTE, T0
+from tests.store_contract.records import MINUTE, T0
 
 WRITES = 40
 WAIT_SECONDS = 10.0
@@ -61,7 +60,7 @@ def test_without_it_small_writes_stay_in_the_wal(tmp_path: Path) -> None:
     store = SQLiteStore(str(path))
     try:
         write(store, WRITES)
-        time.sleep(sqlite_module.CHECKPOINT_EVERY_SECONDS * 3)
+        time.sleep(connection.CHECKPOINT_EVERY_SECONDS * 3)
         assert in_the_file(path) == 0
     finally:
         store.close()
@@ -151,7 +150,7 @@ def test_the_commits_keep_a_checkpoint_of_their_own_as_a_backstop(tmp_path: Path
         store.checkpoint_apart()
         conn = store._connection()
         (pages,) = conn.execute("PRAGMA wal_autocheckpoint").fetchone()
-        assert pages == sqlite_module.WAL_BACKSTOP_BYTES // sqlite_module.PAGE_SIZE
+        assert pages == connection.WAL_BACKSTOP_BYTES // connection.PAGE_SIZE
     finally:
         store.close()
 
@@ -192,7 +191,7 @@ def test_a_failing_checkpoint_is_said_once_and_its_recovery_once(
         real(self, conn)
 
     monkeypatch.setattr(SQLiteStore, "_checkpoint_round", flaky)
-    monkeypatch.setattr(sqlite_module, "CHECKPOINT_EVERY_SECONDS", 0.02)
+    monkeypatch.setattr(connection, "CHECKPOINT_EVERY_SECONDS", 0.02)
     store = SQLiteStore(str(tmp_path / "state.db"))
     with json_log() as stream:
         store.checkpoint_apart()

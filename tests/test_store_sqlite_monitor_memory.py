@@ -18,7 +18,7 @@ import pytest
 
 from reaper.core.records import Monitor, PingEvent
 from reaper.store.sqlite import SQLiteStore
-from tests.store_contract import MINUTE, T0
+from tests.store_contract.records import MINUTE, T0
 
 
 def up(host: str, minute: int = 0) -> Monitor:

@@ -9,7 +9,8 @@ from datetime import UTC, datetime
 
 import pytest
 
-from reaper.channels.fanout import ChannelOptions, make_notifier
+from reaper.app.wiring import make_notifier
+from reaper.channels.base import ChannelOptions
 from reaper.channels.telegram import render_parts
 from reaper.core import messages
 from reaper.core.models import Alert, Instance

@@ -10,12 +10,12 @@ import shutil
 from datetime import timedelta
 from pathlib import Path
 
-from reaper.config import load_settings
+from reaper.app.settings import load_settings
+from reaper.app.wiring import make_clients
 from reaper.core.models import Monitor
-from reaper.interfaces.demo import DEMO_START, _fleet
+from reaper.interfaces.demo import DEMO_START
 from reaper.passes.reap import ConfirmOptions, reap_pass
-from reaper.providers.http import HttpOptions
-from reaper.providers.plugins import make_clients
+from reaper.providers.base import HttpOptions
 from reaper.store.sqlite import SQLiteStore
 from tests.browser_support import ROOT, as_phone, chromium, screenshot, submit
 from tests.heartbeat_support import ADMIN, KEY, served
@@ -23,9 +23,11 @@ from tests.settings_support import replaced
 
 
 def test_the_demo_fleet_on_the_status_page(tmp_path: Path) -> None:
-    from emulators import RunPodEmulator, VastEmulator
+    from emulators import DigitalOceanEmulator, RunPodEmulator, VastEmulator
     from emulators.channels import RecordingNotifier
     from emulators.clock import FakeClock
+    from emulators.demo import extras
+    from emulators.fleet import EXAMPLE, load_fleet
 
     clock = FakeClock(DEMO_START)
     with (
@@ -33,7 +35,17 @@ def test_the_demo_fleet_on_the_status_page(tmp_path: Path) -> None:
         RunPodEmulator({"demo": "rp-demo-key"}, now=clock.now, delete_linger_reads=1) as runpod,
         VastEmulator({"demo": "vast-demo-key"}, now=clock.now, delete_linger_reads=1) as vast,
     ):
-        _fleet(runpod, vast)
+        # The demo's fleet: the example's (its RunPod and Vast parts), and what the demo stages
+        # beyond it.
+        every = {
+            "runpod": RunPodEmulator,
+            "vast": VastEmulator,
+            "digitalocean": DigitalOceanEmulator,
+        }
+        fleet = load_fleet(EXAMPLE, every)
+        runpod.populate(fleet.sections["runpod"])
+        vast.populate(fleet.sections["vast"])
+        extras({"runpod": runpod, "vast": vast})
         runpod.set_balance(client_balance=42.0)
         # RunPod's own billing history for the Spend section: a month of busy days.
         runpod.set_billing(

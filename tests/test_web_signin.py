@@ -361,7 +361,7 @@ def test_login_events_name_no_secret(tmp_path: Path) -> None:
 
 
 def test_config_error_when_a_link_has_no_public_url(tmp_path: Path) -> None:
-    from reaper.config import ConfigError
+    from reaper.settings.parse import ConfigError
 
     settings = make_settings(tmp_path)
     with served(settings) as app, pytest.raises(ConfigError, match="REAPER_PUBLIC_URL"):

@@ -9,11 +9,12 @@ from pathlib import Path
 
 import pytest
 
-from reaper.config import ConfigError, load_settings
+from reaper.app.settings import load_settings
 from reaper.core.models import History, Instance, KeptInstance, WarningRecord
 from reaper.core.policy import outlook
 from reaper.core.runway import runway_hours
 from reaper.core.snapshot import AccountSnapshot, Snapshot, daily_spend
+from reaper.settings.parse import ConfigError
 from reaper.store.sqlite import SQLiteStore
 from tests.reap_support import START, world
 from tests.settings_support import settings as settings_of

@@ -6,7 +6,7 @@
 //    REAPER_WATCH_EVERY=1m, read from the deploying shell's environment, contract default when
 //    unset) into an EventBridge rate expression, `rate(1 hour)`, so that the same variable
 //    drives the schedule on AWS and under `reaper serve`. The grammar is the one of
-//    reaper/config.py (`<int>` + s/m/h/d/w, compounds like 1h30m); EventBridge counts in whole
+//    reaper/settings/parse.py (`<int>` + s/m/h/d/w, compounds like 1h30m); EventBridge counts in whole
 //    minutes, so anything else fails the deploy with one line naming the variable.
 //    `${reaperCron:REAPER_DIGEST_AT}` does the same for the digest's time of day (HH:MM, UTC,
 //    08:00 when unset): `cron(0 8 * * ? *)`, the time `reaper serve` sends it too.
@@ -53,7 +53,7 @@ function rateExpression(variable, text) {
   return `rate(${value} ${unit}${value === 1 ? '' : 's'})`;
 }
 
-// HH:MM (UTC, the grammar of reaper/config.py's REAPER_DIGEST_AT) -> cron(M H * * ? *).
+// HH:MM (UTC, the grammar of reaper/settings/parse.py's REAPER_DIGEST_AT) -> cron(M H * * ? *).
 function cronExpression(variable, text) {
   const match = /^(\d{1,2}):(\d{2})$/.exec(String(text).trim());
   if (!match || Number(match[1]) > 23 || Number(match[2]) > 59) {

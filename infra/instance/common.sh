@@ -11,13 +11,26 @@
 
 RUNPOD_API_URL=${RUNPOD_API_URL:-https://api.runpod.io/v2}
 VAST_API_URL=${VAST_API_URL:-https://console.vast.ai}
+DIGITALOCEAN_API_URL=${DIGITALOCEAN_API_URL:-https://api.digitalocean.com/v2}
+# DigitalOcean's metadata service; the address also serves other clouds' metadata.
+DIGITALOCEAN_METADATA_URL=${DIGITALOCEAN_METADATA_URL:-http://169.254.169.254/metadata/v1}
 # notify and ping never hold the caller up for longer than this (seconds, curl --max-time).
 KIT_HTTP_TIMEOUT=${KIT_HTTP_TIMEOUT:-5}
 # one DELETE to the provider (seconds).
 KIT_DESTROY_TIMEOUT=${KIT_DESTROY_TIMEOUT:-15}
+# one request to the metadata service: off DigitalOcean nothing may answer at all (seconds).
+KIT_METADATA_TIMEOUT=${KIT_METADATA_TIMEOUT:-2}
 KIT_NAME=${KIT_NAME:-kit}
+# touched to hold idle-watch off for an hour (by you, or by run.sh when the results are not safe)
+KEEP_FILE=${KEEP_FILE:-/workspace/.keep}
+# Filled once by kit_identify: the monitor host, and the instance it destroys (the provider
+# and its id; both empty when the kit cannot tell).
 KIT_HOST=""
-# Filled by kit_destroy_self / kit_release_self: one line saying what happened (never a key).
+KIT_PROVIDER=""
+KIT_ID=""
+KIT_IDENTIFIED=0
+# Filled by kit_destroy_self / kit_release_self / kit_release_ready: one line saying what
+# happened (never a key).
 KIT_DESTROY_MSG=""
 # Filled by kit_save_results: KIT_SAVE_STATE is safe, unsafe or none (nothing to save), and
 # KIT_SAVE_NOTE one line saying what was saved where, or why the results are not safe.
@@ -25,6 +38,9 @@ KIT_SAVE_STATE=""
 KIT_SAVE_NOTE=""
 # The UTC time of this process's first save: with the host, the run's prefix in the store.
 KIT_RUN_TIME=""
+# Filled by kit_ping_read: what the heartbeat answered (see kit_read_answer).
+KIT_ANSWER="" KIT_ANSWER_WHY="" KIT_KEEP_MS="" KIT_KEEP_ISO="" KIT_KEEP_TEXT=""
+KIT_IDLE_AFTER="" KIT_SERVER_MS=""
 KIT_LIB_DIR=$(cd "$(dirname "${BASH_SOURCE[0]}")" 2>/dev/null && pwd) || KIT_LIB_DIR=.
 
 kit_log() {
@@ -44,21 +60,63 @@ kit_timeout() {
     fi
 }
 
-# The monitor name on the heartbeat: one HEARTBEAT_URL serves every instance of a template.
-kit_host() {
-    if [ -n "$KIT_HOST" ]; then
-        printf '%s\n' "$KIT_HOST"
-        return 0
+# The body of a 200 answer from the metadata service at $1 (64 KB at most). Never through a
+# proxy: the address is link-local, and a proxy would answer for another machine.
+kit_metadata_get() {
+    local out code
+    out=$(curl -s --noproxy '*' --connect-timeout "$KIT_METADATA_TIMEOUT" \
+        --max-time "$KIT_METADATA_TIMEOUT" -w '\n%{http_code}' "$1" 2>/dev/null | head -c 65600)
+    code=${out##*$'\n'}
+    [ "$code" = 200 ] || return 1
+    printf '%s\n' "${out%$'\n'*}"
+}
+
+# This droplet's id from DigitalOcean's metadata service, printed; fails off DigitalOcean.
+# Only an answer that is DigitalOcean's counts: /metadata/v1.json must name a droplet_id
+# (the same address serves other clouds' metadata, which has none), and /metadata/v1/id must
+# say the same id. Nothing is ever guessed.
+kit_droplet_id() {
+    local base=${DIGITALOCEAN_METADATA_URL%/} json listed id
+    json=$(kit_metadata_get "$base.json") || return 1
+    [[ $json =~ \"droplet_id\"[[:space:]]*:[[:space:]]*([0-9]{1,20})[[:space:]]*[,}] ]] || return 1
+    listed=${BASH_REMATCH[1]}
+    id=$(kit_metadata_get "$base/id") || return 1
+    id=${id//[[:space:]]/}
+    if [ "$id" != "$listed" ]; then
+        kit_log "DigitalOcean metadata: /id says '${id:0:24}', v1.json says $listed: not using either"
+        return 1
     fi
-    local h="" LC_ALL=C
+    printf '%s\n' "$id"
+}
+
+# Who this instance is, once per process (call it in the script itself, not in a $(...)):
+# the provider and id it destroys (RunPod RUNPOD_POD_ID, Vast CONTAINER_ID, else a
+# DigitalOcean droplet found by its metadata) and the monitor host on the heartbeat:
+# HEARTBEAT_HOST if set, else runpod-<id>, vast-<id>, do-<id>, else the hostname. One
+# HEARTBEAT_URL serves every instance of a template.
+kit_identify() {
+    local h LC_ALL=C
+    [ "$KIT_IDENTIFIED" = 1 ] && return 0
+    KIT_IDENTIFIED=1
+    KIT_PROVIDER="" KIT_ID=""
+    if [ -n "${RUNPOD_POD_ID:-}" ]; then
+        KIT_PROVIDER=runpod KIT_ID=$RUNPOD_POD_ID
+    elif [ -n "${CONTAINER_ID:-}" ]; then
+        KIT_PROVIDER=vast KIT_ID=$CONTAINER_ID
+    elif KIT_ID=$(kit_droplet_id); then
+        KIT_PROVIDER=digitalocean
+    else
+        KIT_ID=""
+    fi
     if [ -n "${HEARTBEAT_HOST:-}" ]; then
         h=$HEARTBEAT_HOST
-    elif [ -n "${RUNPOD_POD_ID:-}" ]; then
-        h="runpod-$RUNPOD_POD_ID"
-    elif [ -n "${CONTAINER_ID:-}" ]; then
-        h="vast-$CONTAINER_ID"
     else
-        h=$(hostname 2>/dev/null) || h=""
+        case $KIT_PROVIDER in
+        runpod) h="runpod-$KIT_ID" ;;
+        vast) h="vast-$KIT_ID" ;;
+        digitalocean) h="do-$KIT_ID" ;;
+        *) h=$(hostname 2>/dev/null) || h="" ;;
+        esac
     fi
     h=${h//[^A-Za-z0-9._-]/-}
     h=${h:0:100}
@@ -66,7 +124,12 @@ kit_host() {
     '' | . | ..) h=unknown-host ;;
     esac
     KIT_HOST=$h
-    printf '%s\n' "$h"
+}
+
+# The monitor name on the heartbeat (see kit_identify).
+kit_host() {
+    kit_identify
+    printf '%s\n' "$KIT_HOST"
 }
 
 # A JSON string literal for $1: backslash, quote and every control character escaped.
@@ -95,13 +158,30 @@ kit_post() {
     printf '%s\n' "${code:-000}"
 }
 
-# Tell the human: POST {"text": "<host>: $1"} to NOTIFY_URL. Without NOTIFY_URL it only logs.
+# Tell the human, at NOTIFY_URL/<host>: $1 the level (info, warning, critical), $2 the
+# outcome (the title is "<host>: $2": a person triages from it alone), $3 the details.
+# With $4 = idle_soon and $5 = the ISO time of the destroy it announces, the body is the
+# warning that carries Keep buttons: {"kind": "idle_soon", "text": "<title>\n<details>",
+# "destroy_at": ...}. A reaper older than /alert/<key>/<host> answers 404 there: the same
+# body then goes to NOTIFY_URL itself. Without NOTIFY_URL it only logs. Returns 1 when the
+# notify did not get through.
 kit_notify() {
-    local text code
-    text="$(kit_host): $1"
-    kit_log "notify: $1"
+    local level=$1 outcome=$2 details=${3:-} kind=${4:-} destroy_at=${5:-} title json code
+    kit_identify
+    title="$KIT_HOST: $outcome"
+    kit_log "notify ($level): $outcome${details:+ — $details}"
     [ -n "${NOTIFY_URL:-}" ] || return 0
-    code=$(printf '{"text": %s}' "$(kit_json_quote "$text")" | kit_post "$NOTIFY_URL" application/json)
+    if [ -n "$kind" ]; then
+        json=$(printf '{"kind": %s, "text": %s, "destroy_at": %s}' "$(kit_json_quote "$kind")" \
+            "$(kit_json_quote "$title${details:+$'\n'$details}")" "$(kit_json_quote "$destroy_at")")
+    else
+        json=$(printf '{"title": %s, "body": %s, "level": %s}' "$(kit_json_quote "$title")" \
+            "$(kit_json_quote "$details")" "$(kit_json_quote "$level")")
+    fi
+    code=$(printf '%s' "$json" | kit_post "${NOTIFY_URL%/}/$KIT_HOST" application/json)
+    if [ "$code" = 404 ]; then
+        code=$(printf '%s' "$json" | kit_post "${NOTIFY_URL%/}" application/json)
+    fi
     case $code in
     2??) return 0 ;;
     esac
@@ -114,7 +194,8 @@ kit_notify() {
 kit_ping() {
     local suffix=${1:-} body=${2:-} url code
     [ -n "${HEARTBEAT_URL:-}" ] || return 0
-    url="${HEARTBEAT_URL%/}/$(kit_host)${suffix:+/$suffix}"
+    kit_identify
+    url="${HEARTBEAT_URL%/}/$KIT_HOST${suffix:+/$suffix}"
     code=$(printf '%s' "$body" | kit_post "$url" 'text/plain; charset=utf-8')
     case $code in
     2??) return 0 ;;
@@ -122,6 +203,141 @@ kit_ping() {
     kit_log "heartbeat ping ${suffix:-(plain)} failed (HTTP $code)"
     return 1
 }
+
+# The two-way heartbeat: a plain ping with the status line $1 that asks for JSON, and what
+# the answer says (kit_read_answer sets KIT_ANSWER and the rest). Without HEARTBEAT_URL there
+# is no answer to read. Returns 1 when the ping did not get through.
+kit_ping_read() {
+    local body=${1:-} url out
+    KIT_ANSWER=unreadable KIT_ANSWER_WHY="HEARTBEAT_URL is not set"
+    [ -n "${HEARTBEAT_URL:-}" ] || return 0
+    kit_identify
+    url="${HEARTBEAT_URL%/}/$KIT_HOST"
+    out=$(printf '%s' "$body" | curl -s -i --max-time "$KIT_HTTP_TIMEOUT" -X POST \
+        -H 'Content-Type: text/plain; charset=utf-8' -H 'Accept: application/json' \
+        --data-binary @- "$url" 2>/dev/null | head -c 65536 | tr -d '\000')
+    kit_split_answer "$out"
+    kit_read_answer "$KIT_ANSWER_CODE" "$KIT_ANSWER_DATE" "$KIT_ANSWER_BODY"
+    case $KIT_ANSWER_CODE in
+    2??) return 0 ;;
+    esac
+    kit_log "heartbeat ping (plain) failed (HTTP $KIT_ANSWER_CODE)"
+    return 1
+}
+
+# curl -i's output $1 as KIT_ANSWER_CODE (000: none), KIT_ANSWER_DATE, KIT_ANSWER_BODY. Header
+# blocks before the last — a proxy's "200 Connection established", a "100 Continue" — are
+# skipped: the answer is the block the body follows.
+kit_split_answer() {
+    local rest=$1 head=""
+    KIT_ANSWER_CODE=000 KIT_ANSWER_DATE="" KIT_ANSWER_BODY=""
+    while [[ $rest == HTTP/*$'\r\n\r\n'* ]]; do
+        head=${rest%%$'\r\n\r\n'*}
+        rest=${rest#*$'\r\n\r\n'}
+        [[ $rest == HTTP/* ]] || break
+    done
+    [[ $head =~ ^HTTP/[0-9.]+\ ([0-9]{3}) ]] || return 0
+    KIT_ANSWER_CODE=${BASH_REMATCH[1]} KIT_ANSWER_BODY=$rest
+    [[ $head =~ $'\n'[Dd][Aa][Tt][Ee]:[[:space:]]*([^$'\r\n']*) ]] && KIT_ANSWER_DATE=${BASH_REMATCH[1]}
+    return 0
+}
+
+# Reads one answer of the two-way heartbeat: $1 the HTTP status, $2 its Date header, $3 the
+# body, which must be {"ok": true, "keep_until": "<ISO>"|null, "idle_after":
+# "<duration>"|"never"|null}. Sets KIT_ANSWER to ok or unreadable (KIT_ANSWER_WHY says why:
+# anything else — an older reaper's "OK", an error, a field of another type — is unreadable,
+# and the callers change nothing for it). For an ok answer: KIT_KEEP_MS, the keep's time left
+# as the answer's own Date counts it (empty: no keep; the instance's clock is never compared
+# with keep_until, since third-party hosts keep their own); KIT_KEEP_ISO and KIT_KEEP_TEXT
+# ("until 2026-12-02 21:32 UTC", or "with no end set" past ten years: `--for forever`);
+# KIT_IDLE_AFTER (milliseconds, never or default); KIT_SERVER_MS (the Date).
+# shellcheck disable=SC2034  # read by the scripts that source this file
+kit_read_answer() {
+    local code=$1 date=$2 body=$3 py line rest
+    KIT_ANSWER=unreadable KIT_KEEP_MS="" KIT_KEEP_ISO="" KIT_KEEP_TEXT=""
+    KIT_IDLE_AFTER="" KIT_SERVER_MS=""
+    if [ "$code" != 200 ]; then
+        KIT_ANSWER_WHY="HTTP $code"
+        return 0
+    fi
+    if [[ ! $body =~ ^[[:space:]]*\{ ]]; then
+        KIT_ANSWER_WHY="not JSON: '${body:0:20}' (a reaper without the two-way heartbeat answers OK)"
+        return 0
+    fi
+    if ! py=$(command -v python3 2>/dev/null); then
+        KIT_ANSWER_WHY="python3 is not on this instance (it reads the JSON)"
+        return 0
+    fi
+    line=$(printf '%s' "$body" | kit_timeout 10 "$py" -I -S -c "$KIT_ANSWER_PY" "$date" 2>/dev/null) ||
+        line="unreadable|python3 failed reading it"
+    IFS='|' read -r KIT_ANSWER rest <<<"$line"
+    if [ "$KIT_ANSWER" != ok ]; then
+        KIT_ANSWER=unreadable KIT_ANSWER_WHY=${rest:-no answer from python3}
+        return 0
+    fi
+    IFS='|' read -r KIT_KEEP_MS KIT_IDLE_AFTER KIT_SERVER_MS KIT_KEEP_ISO KIT_KEEP_TEXT <<<"$rest"
+    KIT_ANSWER_WHY=""
+}
+
+# The reading of kit_read_answer, for python3 (standard library, 3.7 or later): prints
+# "ok|<keep ms>|<idle ms, never or default>|<Date ms>|<keep ISO>|<keep text>" or
+# "unreadable|<why>". Durations as reaper writes them: <int> + s/m/h/d/w, compounds (1h30m),
+# above zero, ten years at most.
+read -r -d '' KIT_ANSWER_PY <<'PY' || true
+import json, re, sys
+from datetime import datetime, timezone
+from email.utils import parsedate_to_datetime
+
+TEN_YEARS = 3660 * 86400
+UNITS = {"s": 1, "m": 60, "h": 3600, "d": 86400, "w": 604800}
+
+
+def say(*fields):
+    print("|".join(str(f) for f in fields))
+    sys.exit(0)
+
+
+def utc(moment):
+    if moment.tzinfo is None:
+        return moment.replace(tzinfo=timezone.utc)
+    return moment.astimezone(timezone.utc)
+
+
+try:
+    date = utc(parsedate_to_datetime(sys.argv[1]))
+except Exception:
+    say("unreadable", "no readable Date header")
+try:
+    data = json.loads(sys.stdin.read())
+except Exception:
+    say("unreadable", "not JSON")
+if not isinstance(data, dict) or data.get("ok") is not True:
+    say("unreadable", 'no "ok": true')
+if "keep_until" not in data or "idle_after" not in data:
+    say("unreadable", "keep_until or idle_after missing")
+keep, idle = data["keep_until"], data["idle_after"]
+left = iso = text = ""
+if keep is not None:
+    try:
+        until = utc(datetime.fromisoformat(keep.strip().replace("Z", "+00:00")))
+        seconds = (until - date).total_seconds()
+    except (AttributeError, ValueError, OverflowError):
+        say("unreadable", "keep_until is not an ISO time")
+    if seconds > 0:
+        left, iso = int(seconds * 1000), until.strftime("%Y-%m-%dT%H:%M:%SZ")
+        text = "with no end set" if seconds > TEN_YEARS else until.strftime("until %Y-%m-%d %H:%M UTC")
+if idle is None or idle == "never":
+    limit = "default" if idle is None else "never"
+elif isinstance(idle, str) and re.fullmatch(r"([0-9]{1,7}[smhdw])+", idle.strip().lower()):
+    parts = re.findall(r"([0-9]+)([smhdw])", idle.strip().lower())
+    seconds = sum(int(n) * UNITS[u] for n, u in parts)
+    if not 0 < seconds <= TEN_YEARS:
+        say("unreadable", "idle_after is out of range")
+    limit = seconds * 1000
+else:
+    say("unreadable", "idle_after is not a duration")
+say("ok", left, limit, int(date.timestamp() * 1000), iso, text)
+PY
 
 # $1 (DELETE, POST or PUT) to $2 with the key $3 in an Authorization header read from stdin,
 # so the key never appears in a process listing; $4, when given, is a JSON body. Sets
@@ -147,10 +363,10 @@ kit_http_send() {
 }
 
 # The provider's one-line reason from an error body (RunPod RFC 9457 detail/title, Vast
-# msg/error), at most 200 characters; empty when there is none.
+# msg/error, DigitalOcean message), at most 200 characters; empty when there is none.
 kit_error_detail() {
     local body=$1 field value
-    for field in detail msg title error; do
+    for field in detail msg title error message; do
         if [[ $body =~ \"$field\"[[:space:]]*:[[:space:]]*\"([^\"]*)\" ]]; then
             value=${BASH_REMATCH[1]}
             printf '%s\n' "${value:0:200}"
@@ -163,8 +379,9 @@ kit_error_detail() {
 # What one answer to a destroy or stop means: ok, gone, refused (try the next key) or
 # failed. RunPod answers 404 for "not found or not visible to this key": while another key
 # is left it counts as refused; with the last key it counts as gone. Vast answers 404 for a
-# bad key too: only error "not_found" is gone. A RunPod destroy answers 204 (200 tolerated),
-# a stop 200 with the pod; Vast answers {"success": true} to both.
+# bad key too: only error "not_found" is gone; DigitalOcean likewise, by its error's id. A
+# RunPod destroy answers 204 (200 tolerated), a stop 200 with the pod; Vast answers
+# {"success": true} to both; DigitalOcean 204 to a destroy and 201 to a power_off action.
 kit_release_outcome() {
     local action=$1 provider=$2 code=$3 body=$4 more_keys=$5
     case $action:$provider:$code in
@@ -178,73 +395,117 @@ kit_release_outcome() {
     *:vast:404)
         if [[ $body =~ \"error\"[[:space:]]*:[[:space:]]*\"not_found\" ]]; then echo gone; else echo refused; fi
         ;;
+    destroy:digitalocean:204 | stop:digitalocean:201) echo ok ;;
+    *:digitalocean:401 | *:digitalocean:403) echo refused ;;
+    *:digitalocean:404)
+        if [[ $body =~ \"id\"[[:space:]]*:[[:space:]]*\"not_found\" ]]; then echo gone; else echo refused; fi
+        ;;
     *) echo failed ;;
     esac
 }
 
-# Destroy ($1 = destroy, the default) or stop ($1 = stop) this instance.
-#   RunPod: destroy = DELETE $RUNPOD_API_URL/pods/$RUNPOD_POD_ID, stop = POST .../action
-#   {"action": "stop"}, with the pod-scoped RUNPOD_API_KEY;
-#   Vast: destroy = DELETE $VAST_API_URL/api/v0/instances/$CONTAINER_ID/, stop = PUT there
-#   {"state": "stopped"}, with CONTAINER_API_KEY;
-# either falls back to REAPER_SELF_KEY when refused. Confirmed by the answer itself (see
+# Which instance to destroy ($1 = destroy) or stop ($1 = stop), and how: sets KIT_R_WHAT,
+# KIT_R_URL, KIT_R_METHOD, KIT_R_BODY, KIT_R_HOW, KIT_R_KEYVARS (the variables holding a key
+# for it, in the order they are tried), KIT_R_VERB and KIT_R_PAST. Returns 1, with
+# KIT_DESTROY_MSG saying why, when the kit cannot tell which instance it is on.
+#   RunPod: destroy = DELETE $RUNPOD_API_URL/pods/<id>, stop = POST .../action
+#   {"action": "stop"}, with the pod-scoped RUNPOD_API_KEY, then REAPER_SELF_KEY;
+#   Vast: destroy = DELETE $VAST_API_URL/api/v0/instances/<id>/, stop = PUT there
+#   {"state": "stopped"}, with CONTAINER_API_KEY, then REAPER_SELF_KEY;
+#   DigitalOcean: destroy = DELETE $DIGITALOCEAN_API_URL/droplets/<id>, stop = POST
+#   .../actions {"type": "power_off"}, with the token the user gives it, DIGITALOCEAN_TOKEN.
+kit_release_target() {
+    local action=$1 id
+    kit_identify
+    id=$KIT_ID
+    KIT_R_METHOD=DELETE KIT_R_BODY="" KIT_R_HOW=DELETE
+    case $action in
+    stop) KIT_R_PAST=stopped KIT_R_VERB=stopping ;;
+    *) KIT_R_PAST=destroyed KIT_R_VERB=destroying ;;
+    esac
+    case $KIT_PROVIDER in
+    runpod)
+        KIT_R_WHAT="RunPod pod $id" KIT_R_URL="${RUNPOD_API_URL%/}/pods/$id"
+        KIT_R_KEYVARS=(RUNPOD_API_KEY REAPER_SELF_KEY)
+        if [ "$action" = stop ]; then
+            KIT_R_METHOD=POST KIT_R_URL="$KIT_R_URL/action" KIT_R_BODY='{"action": "stop"}'
+            KIT_R_HOW='POST .../action stop'
+        fi
+        ;;
+    vast)
+        KIT_R_WHAT="Vast instance $id" KIT_R_URL="${VAST_API_URL%/}/api/v0/instances/$id/"
+        KIT_R_KEYVARS=(CONTAINER_API_KEY REAPER_SELF_KEY)
+        if [ "$action" = stop ]; then
+            KIT_R_METHOD=PUT KIT_R_BODY='{"state": "stopped"}' KIT_R_HOW='PUT state stopped'
+        fi
+        ;;
+    digitalocean)
+        KIT_R_WHAT="DigitalOcean droplet $id" KIT_R_URL="${DIGITALOCEAN_API_URL%/}/droplets/$id"
+        KIT_R_KEYVARS=(DIGITALOCEAN_TOKEN)
+        if [ "$action" = stop ]; then
+            KIT_R_METHOD=POST KIT_R_URL="$KIT_R_URL/actions" KIT_R_BODY='{"type": "power_off"}'
+            KIT_R_HOW='POST .../actions power_off' KIT_R_PAST="powered off" KIT_R_VERB="powering off"
+        fi
+        ;;
+    *)
+        KIT_DESTROY_MSG="cannot tell which instance this is (neither RUNPOD_POD_ID nor CONTAINER_ID is set, and no DigitalOcean metadata answered): not ${KIT_R_VERB}"
+        return 1
+        ;;
+    esac
+    if [[ ! $id =~ ^[A-Za-z0-9_-]{1,64}$ ]]; then
+        KIT_DESTROY_MSG="the instance id '${id:0:64}' is not an id (letters, digits, - and _): not ${KIT_R_VERB}"
+        return 1
+    fi
+    return 0
+}
+
+# Whether a destroy ($1 = destroy) or stop ($1 = stop) can be tried at all: the instance is
+# known and a key for it is set. Calls nothing: the callers ask before they announce one, so
+# that no notify claims a destroy the kit cannot attempt. KIT_DESTROY_MSG says why not.
+kit_release_ready() {
+    local var
+    kit_release_target "${1:-destroy}" || return 1
+    for var in "${KIT_R_KEYVARS[@]}"; do
+        [ -n "${!var:-}" ] && return 0
+    done
+    local names=${KIT_R_KEYVARS[*]}
+    KIT_DESTROY_MSG="no key to ${1:-destroy} $KIT_R_WHAT: set ${names// / or }"
+    return 1
+}
+
+# Destroy ($1 = destroy, the default) or stop ($1 = stop) this instance (kit_release_target
+# says how), each key in turn until one is not refused. Confirmed by the answer itself (see
 # kit_release_outcome; a 404 "not found" = already gone). DRY_RUN=1 only says what it would
 # do. Returns 0 when done or gone; KIT_DESTROY_MSG says what happened and with which key (the
 # variable's name, never its value).
 # shellcheck disable=SC2034  # KIT_DESTROY_MSG is read by the scripts that source this file
 kit_release_self() {
-    local action=${1:-destroy} provider id url what var key outcome detail refusals="" tried=0
-    local more i method body="" past verb how
-    local -a keyvars
-    case $action in
-    stop) past=stopped verb=stopping ;;
-    *) action=destroy past=destroyed verb=destroying ;;
-    esac
-    if [ -n "${RUNPOD_POD_ID:-}" ]; then
-        provider=runpod id=$RUNPOD_POD_ID what="RunPod pod $RUNPOD_POD_ID"
-        url="${RUNPOD_API_URL%/}/pods/$id"
-        keyvars=(RUNPOD_API_KEY REAPER_SELF_KEY)
-    elif [ -n "${CONTAINER_ID:-}" ]; then
-        provider=vast id=$CONTAINER_ID what="Vast instance $CONTAINER_ID"
-        url="${VAST_API_URL%/}/api/v0/instances/$id/"
-        keyvars=(CONTAINER_API_KEY REAPER_SELF_KEY)
-    else
-        KIT_DESTROY_MSG="cannot tell which instance this is (neither RUNPOD_POD_ID nor CONTAINER_ID is set): not ${verb}"
-        return 1
-    fi
-    if [[ ! $id =~ ^[A-Za-z0-9_-]{1,64}$ ]]; then
-        KIT_DESTROY_MSG="the instance id '${id:0:64}' is not an id (letters, digits, - and _): not ${verb}"
-        return 1
-    fi
-    method=DELETE how=DELETE
-    if [ "$action" = stop ] && [ "$provider" = runpod ]; then
-        method=POST url="$url/action" body='{"action": "stop"}' how='POST .../action stop'
-    elif [ "$action" = stop ]; then
-        method=PUT body='{"state": "stopped"}' how='PUT state stopped'
-    fi
-    for ((i = 0; i < ${#keyvars[@]}; i++)); do
-        var=${keyvars[i]}
+    local action=${1:-destroy} var key outcome detail refusals="" tried=0 more i
+    [ "$action" = stop ] || action=destroy
+    kit_release_ready "$action" || return 1
+    for ((i = 0; i < ${#KIT_R_KEYVARS[@]}; i++)); do
+        var=${KIT_R_KEYVARS[i]}
         key=${!var:-}
         [ -n "$key" ] || continue
         if [ "${DRY_RUN:-0}" = 1 ]; then
-            KIT_DESTROY_MSG="dry run: would $action $what ($how with $var)"
+            KIT_DESTROY_MSG="dry run: would $action $KIT_R_WHAT ($KIT_R_HOW with $var)"
             return 0
         fi
         more=0
-        if [ "$i" -lt $((${#keyvars[@]} - 1)) ] && [ -n "${!keyvars[i + 1]:-}" ]; then
+        if [ "$i" -lt $((${#KIT_R_KEYVARS[@]} - 1)) ] && [ -n "${!KIT_R_KEYVARS[i + 1]:-}" ]; then
             more=1
         fi
         tried=1
-        kit_http_send "$method" "$url" "$key" "$body"
-        outcome=$(kit_release_outcome "$action" "$provider" "$KIT_HTTP_CODE" "$KIT_HTTP_BODY" "$more")
+        kit_http_send "$KIT_R_METHOD" "$KIT_R_URL" "$key" "$KIT_R_BODY"
+        outcome=$(kit_release_outcome "$action" "$KIT_PROVIDER" "$KIT_HTTP_CODE" "$KIT_HTTP_BODY" "$more")
         detail=$(kit_error_detail "$KIT_HTTP_BODY")
         case $outcome in
         ok)
-            KIT_DESTROY_MSG="$past $what (HTTP $KIT_HTTP_CODE, with $var)"
+            KIT_DESTROY_MSG="$KIT_R_PAST $KIT_R_WHAT (HTTP $KIT_HTTP_CODE, with $var)"
             return 0
             ;;
         gone)
-            KIT_DESTROY_MSG="$what is already gone (HTTP $KIT_HTTP_CODE${detail:+: $detail}, with $var)"
+            KIT_DESTROY_MSG="$KIT_R_WHAT is already gone (HTTP $KIT_HTTP_CODE${detail:+: $detail}, with $var)"
             return 0
             ;;
         refused)
@@ -252,21 +513,39 @@ kit_release_self() {
             kit_log "$var refused (HTTP $KIT_HTTP_CODE)"
             ;;
         *)
-            KIT_DESTROY_MSG="$verb $what failed (HTTP $KIT_HTTP_CODE${detail:+: $detail}, with $var)"
+            KIT_DESTROY_MSG="$KIT_R_VERB $KIT_R_WHAT failed (HTTP $KIT_HTTP_CODE${detail:+: $detail}, with $var)"
             return 1
             ;;
         esac
     done
-    if [ "$tried" = 0 ]; then
-        KIT_DESTROY_MSG="no key to $action $what: set ${keyvars[0]} or REAPER_SELF_KEY"
-    else
-        KIT_DESTROY_MSG="$verb $what failed: $refusals"
-    fi
+    [ "$tried" = 1 ] || return 1
+    KIT_DESTROY_MSG="$KIT_R_VERB $KIT_R_WHAT failed: $refusals"
     return 1
 }
 
 kit_destroy_self() {
     kit_release_self destroy
+}
+
+# Where a hold goes when KEEP_FILE cannot be written (off RunPod /workspace may not exist):
+# idle-watch reads both.
+kit_keep_fallback() {
+    printf '%s\n' "${TMPDIR:-/tmp}/reaper-kit.keep"
+}
+
+# Hold idle-watch off for its hour: touch KEEP_FILE, else the fallback. Sets KIT_HOLD_NOTE to
+# what was touched, or says that the hold failed; returns 1 then.
+# shellcheck disable=SC2034  # KIT_HOLD_NOTE is read by the scripts that source this file
+kit_hold() {
+    local file
+    for file in "$KEEP_FILE" "$(kit_keep_fallback)"; do
+        if touch "$file" 2>/dev/null; then
+            KIT_HOLD_NOTE="idle-watch holds off for 60 min ($file touched)"
+            return 0
+        fi
+    done
+    KIT_HOLD_NOTE="the hold FAILED: neither $KEEP_FILE nor $(kit_keep_fallback) can be written, so idle-watch does not wait its 60 min (it still keeps the instance while the results are not safe)"
+    return 1
 }
 
 # Whole minutes or percent from the environment: a malformed value falls back to the

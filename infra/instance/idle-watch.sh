@@ -20,17 +20,29 @@
 #   - where RESULTS_DIR is set: no file under it written in the last STABLE_FOR seconds (60;
 #     a checkpoint being saved is work; symbolic links followed, as the upload follows them;
 #     unreadable = busy).
-# KEEP_FILE (/workspace/.keep) younger than 60 minutes holds it off; an older one is
-# ignored (said once). Any activity resets the idle count. Idle time is counted as idle
-# checks x CHECK_EVERY, not by the wall clock: a suspended or starved watcher never
-# destroys early. A notify goes out 5 minutes before IDLE_LIMIT. At the limit it first makes
-# the results safe exactly as run.sh does (kit_save_results: PUSH_CMD, RESULTS_DIR to
+# KEEP_FILE (/workspace/.keep; or run.sh's fallback for it under TMPDIR) younger than 60
+# minutes holds it off; an older one is ignored (said once). Any activity resets the idle
+# count. Idle time is counted as idle checks x CHECK_EVERY, not by the wall clock: a
+# suspended or starved watcher never destroys early.
+#
+# The two-way heartbeat: each check pings HEARTBEAT_URL/<host> with its status line as the
+# body and `Accept: application/json`, and obeys the answer {"ok": true, "keep_until":
+# "<ISO>"|null, "idle_after": "<duration>"|"never"|null}: while keep_until is in the future
+# (by the answer's Date, not this machine's clock) it does not destroy for idleness (said
+# once in the log and once in a notify); idle_after replaces IDLE_LIMIT until it changes,
+# "never" turns the idle destroy off. An answer it cannot read changes nothing, and a keep
+# read earlier still ends at its keep_until.
+#
+# The warning (idle_soon, to NOTIFY_URL/<host>, so that a Keep pressed on the phone comes
+# back with the next ping) goes out 5 minutes before the limit; a late one (a keep has just
+# ended, the limit was lowered) gives the whole 5 minutes. At the limit it first makes the
+# results safe exactly as run.sh does (kit_save_results: PUSH_CMD, RESULTS_DIR to
 # RESULTS_URL, verified), pinging the heartbeat while it saves; results that are not safe
-# keep the instance (a notify and /fail say why; tried again at every check). Then it
-# destroys this instance, or stops it with IDLE_ACTION=stop (DRY_RUN=1: says so and counts
-# again), retrying at every check until it works, then exits. Each check pings
-# HEARTBEAT_URL/<host> with its status line as the body. Nothing but a successful destroy or
-# stop (or IDLE_WATCH_MAX_LOOPS) ends it: no error does.
+# keep the instance (a notify says why, /fail only if the notify did not get through; tried
+# again at every check). Then it destroys this instance, or stops it with IDLE_ACTION=stop
+# (DRY_RUN=1: says "would", once, and watches on), retrying at every check until it works,
+# then exits. Nothing but a successful destroy or stop (or IDLE_WATCH_MAX_LOOPS) ends it: no
+# error does.
 #
 # Test hooks: IDLE_WATCH_MAX_LOOPS ends after that many checks; IDLE_WATCH_SLEEP replaces
 # the real sleep between checks (CHECK_EVERY still sets how much time a check counts for).
@@ -45,6 +57,7 @@ if ! . "$KIT_DIR/common.sh"; then
 fi
 
 readonly KEEP_MINUTES=60 SSH_ACTIVE_MINUTES=30 WARN_MINUTES=5 RENOTIFY_EVERY=30
+readonly WARN_MS=$((WARN_MINUTES * 60000))
 readonly PYTHON_PATTERN='^([^ ]*/)?python[0-9.]*( |$)'
 readonly JUPYTER_PATTERN='jupyter-(lab|notebook|server)( |$)|-m (jupyterlab|notebook|jupyter_server)( |$)'
 
@@ -248,15 +261,20 @@ read_jupyter() {
     return 0
 }
 
-# Sets KEEP_TEXT: held (younger than 60 minutes), expired, or empty (no file).
+# Sets KEEP_TEXT: held (KEEP_FILE, or run.sh's fallback for it, younger than 60 minutes),
+# expired, or empty (no file); KEEP_WHICH is the file.
 read_keep() {
-    KEEP_TEXT=""
-    [ -e "$KEEP_FILE" ] || return 0
-    if [ -n "$(find "$KEEP_FILE" -maxdepth 0 -mmin "-$KEEP_MINUTES" 2>/dev/null)" ]; then
-        KEEP_TEXT=held
-    else
+    local file
+    KEEP_TEXT="" KEEP_WHICH=""
+    for file in "$KEEP_FILE" "$(kit_keep_fallback)"; do
+        [ -e "$file" ] || continue
+        KEEP_WHICH=$file
+        if [ -n "$(find "$file" -maxdepth 0 -mmin "-$KEEP_MINUTES" 2>/dev/null)" ]; then
+            KEEP_TEXT=held
+            return 0
+        fi
         KEEP_TEXT=expired
-    fi
+    done
     return 0
 }
 
@@ -270,7 +288,7 @@ read_results() {
     return 0
 }
 
-# The instance as one sentence, and the decision.
+# The instance as one sentence: sets ACTIVITY (keep, busy or idle) and counts idle time.
 check_once() {
     read_gpu
     read_python
@@ -281,7 +299,7 @@ check_once() {
 
     if [ "$KEEP_TEXT" = expired ]; then
         if [ "$keep_expired_said" = 0 ]; then
-            kit_log "$KEEP_FILE is older than $KEEP_MINUTES minutes: ignored (touch it again to hold $KEEP_MINUTES more)"
+            kit_log "$KEEP_WHICH is older than $KEEP_MINUTES minutes: ignored (touch it again to hold $KEEP_MINUTES more)"
             keep_expired_said=1
         fi
     else
@@ -289,38 +307,163 @@ check_once() {
     fi
 
     if [ "$KEEP_TEXT" = held ]; then
-        state=keep
+        ACTIVITY=keep
     elif ((GPU_BUSY || PY_BUSY || SSH_BUSY || JUP_BUSY || RES_BUSY)); then
-        state=busy
+        ACTIVITY=busy
     else
-        state=idle
+        ACTIVITY=idle
     fi
-    if [ "$state" = idle ]; then
+    if [ "$ACTIVITY" = idle ]; then
         idle_ms=$((idle_ms + step_ms))
     else
-        idle_ms=0
-        warned=0
-        destroy_failures=0
-        save_failures=0
+        idle_ms=0 warned=0 released=0 keep_ended=0 destroy_failures=0 save_failures=0
     fi
-    if [ "$state" = idle ] && ((idle_ms >= limit_ms)); then
-        state=$ACTION_ING
+    return 0
+}
+
+# The kit's clock: at each check it moves by CHECK_EVERY or by the time that really passed,
+# whichever is more. A keep read from the heartbeat ends by it when no later answer says
+# otherwise, so an unreadable answer never stretches a keep past its end.
+tick() {
+    local now elapsed
+    now=$(kit_now_ms)
+    elapsed=$((now - wall_ms))
+    wall_ms=$now
+    ((elapsed > step_ms)) || elapsed=$step_ms
+    clock_ms=$((clock_ms + elapsed))
+    if [ -n "$keep_end_ms" ] && ((clock_ms >= keep_end_ms)); then
+        kit_log "the keep $keep_text has ended"
+        keep_end_ms="" keep_ended=1
     fi
-    status_line="$state $((idle_ms / 60000))/$IDLE_LIMIT min gpu=$GPU_TEXT py=$PY_TEXT ssh=$SSH_TEXT jupyter=$JUP_TEXT"
+}
+
+# The decision from what is known now, changing nothing: STATE (keep, busy, kept, idle, or
+# ACTION_ING at the limit), WARN_NOW and PLAN_DUE (the idle time the destroy waits for once
+# warned), and the status line. The warning goes out 5 minutes before the limit (at the
+# first idle check for a limit under 6 minutes), and the destroy never follows it sooner. A
+# warning that comes late — a keep has just ended, or reaper lowered the limit under the idle
+# time already counted — gives the whole 5 minutes from then.
+plan() {
+    local notice limit_text
+    WARN_NOW=0 PLAN_DUE=$due_ms
+    if [ "$ACTIVITY" != idle ]; then
+        STATE=$ACTIVITY
+    elif [ -n "$keep_end_ms" ]; then
+        STATE=kept
+    else
+        STATE=idle
+    fi
+    if [ "$STATE" = idle ] && [ -n "$limit_ms" ] && ((!released)); then
+        notice=$((limit_ms - step_ms))
+        ((notice < WARN_MS)) || notice=$WARN_MS
+        ((notice > 0)) || notice=0
+        if ((!warned && idle_ms - step_ms >= limit_ms - notice)); then
+            # late: the check before would have warned, had nothing held it back
+            WARN_NOW=1 PLAN_DUE=$((idle_ms + WARN_MS))
+        elif ((!warned && idle_ms >= limit_ms - notice)); then
+            WARN_NOW=1 PLAN_DUE=$((idle_ms + notice))
+            ((PLAN_DUE >= limit_ms)) || PLAN_DUE=$limit_ms
+        fi
+        if ((warned || WARN_NOW)) && ((idle_ms >= PLAN_DUE)); then
+            STATE=$ACTION_ING
+        fi
+    fi
+    limit_text=never
+    [ -z "$limit_ms" ] || limit_text=$(((limit_ms + 59999) / 60000))
+    status_line="$STATE $((idle_ms / 60000))/$limit_text min gpu=$GPU_TEXT py=$PY_TEXT ssh=$SSH_TEXT jupyter=$JUP_TEXT"
     [ -n "$RES_TEXT" ] && status_line="$status_line results=$RES_TEXT"
     [ "$KEEP_TEXT" = held ] && status_line="$status_line keep=held"
+    [ -n "$keep_end_ms" ] && status_line="$status_line kept=$keep_iso"
+    [ "$limit_src" = reaper ] && status_line="$status_line limit=reaper"
+    ((released)) && status_line="$status_line dry_run=would_$IDLE_ACTION"
     ((save_failures > 0)) && status_line="$status_line save_failures=$save_failures"
     ((destroy_failures > 0)) && status_line="$status_line destroy_failures=$destroy_failures"
     return 0
 }
 
-warn_if_due() {
-    local left
-    [ "$state" = idle ] && [ "$warned" = 0 ] || return 0
-    ((idle_ms >= limit_ms - WARN_MINUTES * 60000)) || return 0
-    warned=1
-    left=$(((limit_ms - idle_ms + 59999) / 60000))
-    kit_notify "idle-watch: idle for $((idle_ms / 60000)) min; $ACTION_ING this instance in $left min. To keep it: touch $KEEP_FILE (holds $KEEP_MINUTES min), or use it"
+# Takes in the heartbeat's answer (kit_ping_read): a keep set from outside, and the idle
+# limit set by `reaper idle`. An answer it cannot read changes nothing (said once per
+# reason). Returns 0 when the reading changed what plan decides from.
+apply_answer() {
+    local changed=1 limit src
+    if [ "$KIT_ANSWER" != ok ]; then
+        if [ "$KIT_ANSWER_WHY" != "$answer_said" ]; then
+            answer_said=$KIT_ANSWER_WHY
+            kit_log "cannot read the heartbeat's answer ($KIT_ANSWER_WHY): nothing changes"
+        fi
+        return 1
+    fi
+    answer_said="" server_ms=$KIT_SERVER_MS server_clock=$clock_ms
+    if [ -n "$KIT_KEEP_MS" ]; then
+        [ -n "$keep_end_ms" ] || changed=0
+        keep_end_ms=$((clock_ms + KIT_KEEP_MS)) keep_iso=$KIT_KEEP_ISO keep_text=$KIT_KEEP_TEXT
+        if [ "$keep_iso" != "$keep_said" ]; then
+            keep_said=$keep_iso
+            say_kept
+        fi
+    else
+        if [ -n "$keep_end_ms" ]; then
+            kit_log "the keep $keep_text has ended (the heartbeat answers no keep)"
+            keep_end_ms="" keep_ended=1 changed=0
+        fi
+        keep_said=""
+    fi
+    case $KIT_IDLE_AFTER in
+    default) limit=$own_limit_ms src=own ;;
+    never) limit="" src=reaper ;;
+    *) limit=$KIT_IDLE_AFTER src=reaper ;;
+    esac
+    if [ "$limit" != "$limit_ms" ] || [ "$src" != "$limit_src" ]; then
+        limit_ms=$limit limit_src=$src warned=0 released=0 due_ms=0 changed=0
+        if [ -z "$limit" ]; then
+            kit_log "reaper idle: never $IDLE_ACTION this instance for idleness (until it says otherwise)"
+        elif [ "$src" = reaper ]; then
+            kit_log "reaper idle: $IDLE_ACTION after $(((limit + 59999) / 60000)) idle min instead of IDLE_LIMIT"
+        else
+            kit_log "back to IDLE_LIMIT ($IDLE_LIMIT min)"
+        fi
+    fi
+    return "$changed"
+}
+
+# A keep seen for the first time: once in the log, once in a notify.
+say_kept() {
+    local outcome="kept $keep_text, no idle $IDLE_ACTION before then"
+    [ "$keep_text" = "with no end set" ] && outcome="kept with no end set, no idle $IDLE_ACTION"
+    kit_notify info "$outcome" \
+        "idle-watch read a keep set from outside (reaper keep, the status page or the phone); idle $((idle_ms / 60000)) min now. When the keep ends it warns again and waits $WARN_MINUTES min before any idle $IDLE_ACTION"
+}
+
+# Now as the heartbeat's clock counts it (the last answer's Date, moved on by the kit's own
+# clock), else as this instance's clock does; in milliseconds.
+server_now_ms() {
+    if [ -n "$server_ms" ]; then
+        echo $((server_ms + clock_ms - server_clock))
+    else
+        kit_now_ms
+    fi
+}
+
+# Milliseconds since the epoch as $1, a strftime format, in UTC.
+utc_text() {
+    local TZ=UTC0
+    printf "%($1)T\n" $(($2 / 1000))
+}
+
+# The warning before an idle destroy: to NOTIFY_URL/<host> as idle_soon, so that a Keep
+# pressed on the phone reaches this instance at its next ping.
+warn() {
+    local left_ms=$((PLAN_DUE - idle_ms)) at when doing=$ACTION_TEXT dry_run="" ended=""
+    warned=1 due_ms=$PLAN_DUE
+    at=$(($(server_now_ms) + left_ms))
+    when="in $(((left_ms + 59999) / 60000)) min"
+    ((left_ms > 0)) || when=now
+    [ "${DRY_RUN:-0}" = 1 ] && doing="would $IDLE_ACTION" dry_run=" (dry run)"
+    ((keep_ended)) && ended="The keep $keep_text has ended. "
+    kit_notify warning "idle $((idle_ms / 60000)) min, $doing $when$dry_run" \
+        "${ended}idle-watch: $doing this instance at $(utc_text '%Y-%m-%d %H:%M UTC' "$at") unless it is used or kept: press Keep, or touch $KEEP_HINT (holds $KEEP_MINUTES min).$STOP_NOTE" \
+        idle_soon "$(utc_text '%Y-%m-%dT%H:%M:%SZ' "$at")"
+    keep_ended=0
 }
 
 # kit_save_results with a heartbeat every check period meanwhile: a long upload must not
@@ -345,29 +488,56 @@ save_with_heartbeat() {
     return "$rc"
 }
 
-# At the limit: the results first, then the destroy (or the stop).
+# Whether the first failure or every RENOTIFY_EVERY-th: a failure that repeats at every check
+# is said again only now and then.
+renotify_due() {
+    (($1 == 1 || $1 % RENOTIFY_EVERY == 0))
+}
+
+# At the limit: the results first, then the destroy (or the stop). A save that outlasted a
+# ping period is followed by one more ping that reads the answer: a Keep pressed while the
+# results were uploading still spares the instance.
 release_now() {
-    local idle="idle-watch: idle for $((idle_ms / 60000)) min (limit $IDLE_LIMIT)"
-    if ! save_with_heartbeat; then
-        save_failures=$((save_failures + 1))
-        kit_log "$KIT_SAVE_NOTE (attempt $save_failures; trying again at the next check)"
-        if ((save_failures == 1 || save_failures % RENOTIFY_EVERY == 0)); then
-            kit_notify "$idle: $KIT_SAVE_NOTE; KEEPING this instance (attempt $save_failures; the save is tried again at every check)"
-            kit_ping fail "idle-watch: results not safe, instance kept: $KIT_SAVE_NOTE"
+    local idle="idle $((idle_ms / 60000)) min" saved="" started
+    if ! kit_release_ready "$IDLE_ACTION"; then
+        destroy_failures=$((destroy_failures + 1))
+        kit_log "$KIT_DESTROY_MSG (check $destroy_failures)"
+        if renotify_due "$destroy_failures"; then
+            kit_notify critical "$idle, CANNOT $IDLE_ACTION, still billing" \
+                "idle-watch: $KIT_DESTROY_MSG. The heartbeat watch and the reaper take over"
         fi
         return 0
     fi
-    local saved=""
-    [ "$KIT_SAVE_STATE" = none ] || saved="$KIT_SAVE_NOTE; "
-    if ((destroy_failures == 0)); then
-        kit_notify "$idle: $saved$ACTION_ING this instance"
+    started=$(kit_now_ms)
+    if ! save_with_heartbeat; then
+        save_failures=$((save_failures + 1))
+        kit_log "$KIT_SAVE_NOTE (attempt $save_failures; trying again at the next check)"
+        if renotify_due "$save_failures"; then
+            # The notify is the alert; /fail only when it did not get through.
+            kit_notify critical "$idle, results NOT safe, instance KEPT" \
+                "idle-watch: $KIT_SAVE_NOTE. The instance keeps billing; the save is tried again at every check (attempt $save_failures)" ||
+                kit_ping fail "idle-watch: results not safe, instance kept: $KIT_SAVE_NOTE"
+        fi
+        return 0
     fi
+    if (($(kit_now_ms) - started >= ping_every_ms)); then
+        kit_ping_read "saving results; saved, reading the heartbeat's answer; $status_line"
+        apply_answer && plan
+        if [ "$STATE" != "$ACTION_ING" ]; then
+            kit_log "not $ACTION_TEXT after all: $status_line"
+            return 0
+        fi
+    fi
+    [ "$KIT_SAVE_STATE" = none ] || saved="results saved, "
     if [ "${DRY_RUN:-0}" = 1 ]; then
         kit_release_self "$IDLE_ACTION"
-        kit_log "$KIT_DESTROY_MSG; counting again"
-        idle_ms=0
-        warned=0
+        kit_notify info "$idle, ${saved}would $IDLE_ACTION (dry run)" \
+            "idle-watch: $KIT_SAVE_NOTE; $KIT_DESTROY_MSG. Said once: nothing more until it is used or kept"
+        released=1
         return 0
+    fi
+    if ((destroy_failures == 0)); then
+        kit_notify info "$idle, ${saved}$ACTION_TEXT" "idle-watch: $KIT_SAVE_NOTE; $ACTION_TEXT this instance.$STOP_NOTE"
     fi
     kit_ping bye "$status_line"
     if kit_release_self "$IDLE_ACTION"; then
@@ -376,8 +546,9 @@ release_now() {
     fi
     destroy_failures=$((destroy_failures + 1))
     kit_log "$KIT_DESTROY_MSG (attempt $destroy_failures; retrying at the next check)"
-    if ((destroy_failures == 1 || destroy_failures % RENOTIFY_EVERY == 0)); then
-        kit_notify "idle-watch: $KIT_DESTROY_MSG (attempt $destroy_failures). Still running and billing; retrying every check"
+    if renotify_due "$destroy_failures"; then
+        kit_notify critical "idle $IDLE_ACTION FAILED, still billing" \
+            "idle-watch: $KIT_DESTROY_MSG (attempt $destroy_failures). Still running and billing; retrying every check"
     fi
     return 0
 }
@@ -395,44 +566,69 @@ take_lock() {
 main() {
     IDLE_LIMIT=$(kit_int_setting IDLE_LIMIT 20 1 100000)
     UTIL_THRESHOLD=$(kit_int_setting UTIL_THRESHOLD 5 0 101)
-    KEEP_FILE=${KEEP_FILE:-/workspace/.keep}
     IDLE_ACTION=${IDLE_ACTION:-destroy}
     case $IDLE_ACTION in
-    destroy) ACTION_ING=destroying ;;
-    stop) ACTION_ING=stopping ;;
+    destroy | stop) ;;
     *)
         kit_log "IDLE_ACTION='${IDLE_ACTION:0:40}' is neither destroy nor stop; using destroy"
-        IDLE_ACTION=destroy ACTION_ING=destroying
+        IDLE_ACTION=destroy
         ;;
     esac
+    take_lock
+    kit_identify
+    ACTION_ING=destroying ACTION_TEXT=destroying STOP_NOTE=""
+    if [ "$IDLE_ACTION" = stop ]; then
+        ACTION_ING=stopping ACTION_TEXT=stopping
+    fi
+    if [ "$IDLE_ACTION" = stop ] && [ "$KIT_PROVIDER" = digitalocean ]; then
+        # Decided: stop does what it says (power off), destroys nothing, and says it saves nothing.
+        ACTION_TEXT="powering off"
+        STOP_NOTE=" A powered-off DigitalOcean droplet bills its full price: powering off saves nothing until it is destroyed (IDLE_ACTION=destroy destroys it instead)."
+        kit_log "IDLE_ACTION=stop on DigitalOcean:$STOP_NOTE"
+    fi
+    KEEP_HINT=$KEEP_FILE
+    [ -d "$(dirname "$KEEP_FILE")" ] || KEEP_HINT=$(kit_keep_fallback)
     step_ms=$(check_every_ms)
-    limit_ms=$((IDLE_LIMIT * 60000))
+    own_limit_ms=$((IDLE_LIMIT * 60000))
     sleep_for=${IDLE_WATCH_SLEEP:-${CHECK_EVERY:-60}}
     [[ $sleep_for =~ ^[0-9]{1,6}(\.[0-9]{1,3})?$ ]] || sleep_for=$((step_ms / 1000))
     # while a save runs, the heartbeat still gets a ping per check period (at least 1 s)
     ping_every=$sleep_for
     [[ $ping_every =~ ^0*(\.0*)?$ ]] && ping_every=1
+    ping_every_ms=$(CHECK_EVERY=$ping_every kit_ms_setting CHECK_EVERY 1 1)
     max_loops=${IDLE_WATCH_MAX_LOOPS:-0}
     [[ $max_loops =~ ^[0-9]{1,9}$ ]] || max_loops=0
 
-    take_lock
     sleep_pid=""
     trap '' HUP
     trap '[ -z "$sleep_pid" ] || kill "$sleep_pid" 2>/dev/null' EXIT
     trap 'kit_log "stopped by SIGTERM"; exit 143' TERM
     trap 'kit_log "stopped by SIGINT"; exit 130' INT
-    kit_log "watching $(kit_host): $IDLE_ACTION after $IDLE_LIMIT idle min (GPU under $UTIL_THRESHOLD%, no python, no SSH input for $SSH_ACTIVE_MINUTES min, no busy Jupyter kernel${RESULTS_DIR:+, nothing written in $RESULTS_DIR}); a check every $((step_ms / 1000)).$(printf '%03d' $((step_ms % 1000)))s; $KEEP_FILE holds $KEEP_MINUTES min${DRY_RUN:+; DRY_RUN=$DRY_RUN}"
+    kit_log "watching $KIT_HOST: $IDLE_ACTION after $IDLE_LIMIT idle min (GPU under $UTIL_THRESHOLD%, no python, no SSH input for $SSH_ACTIVE_MINUTES min, no busy Jupyter kernel${RESULTS_DIR:+, nothing written in $RESULTS_DIR}); a check every $((step_ms / 1000)).$(printf '%03d' $((step_ms % 1000)))s; $KEEP_HINT holds $KEEP_MINUTES min; a keep or an idle limit set from outside comes with the heartbeat's answer${DRY_RUN:+; DRY_RUN=$DRY_RUN}"
 
-    idle_ms=0 warned=0 destroy_failures=0 save_failures=0 keep_expired_said=0 loop=0
-    state="" status_line=""
+    # The state between checks (see check_once, tick, plan, apply_answer and warn).
+    idle_ms=0 warned=0 due_ms=0 released=0 destroy_failures=0 save_failures=0
+    keep_expired_said=0 loop=0 STATE="" status_line=""
+    clock_ms=0 wall_ms=$(kit_now_ms) server_ms="" server_clock=0 answer_said=""
+    limit_ms=$own_limit_ms limit_src=own
+    keep_end_ms="" keep_iso="" keep_text="" keep_said="" keep_ended=0
     while :; do
         loop=$((loop + 1))
         export IDLE_WATCH_LOOP=$loop
+        tick
         check_once
+        plan
         kit_log "$status_line"
-        kit_ping "" "$status_line"
-        warn_if_due
-        [ "$state" = "$ACTION_ING" ] && release_now
+        kit_ping_read "$status_line"
+        if apply_answer; then
+            plan
+            kit_log "$status_line (after the heartbeat's answer)"
+        fi
+        if [ "$STATE" = kept ] || [ -z "$limit_ms" ]; then
+            warned=0 released=0
+        fi
+        ((WARN_NOW)) && warn
+        [ "$STATE" = "$ACTION_ING" ] && release_now
         if ((max_loops > 0 && loop >= max_loops)); then
             kit_log "stopping after $loop checks (IDLE_WATCH_MAX_LOOPS)"
             exit 0

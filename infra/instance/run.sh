@@ -16,13 +16,20 @@
 #      destroy): PUSH_CMD when set (RUN_STATUS holds the job's exit status), then RESULTS_DIR
 #      to RESULTS_URL with a manifest, verified by reading back what the store holds. Each
 #      step is limited to PUSH_TIMEOUT seconds (1800). Results that are not safe keep the
-#      instance: no destroy, KEEP_FILE is touched so that idle-watch holds off for its 60
-#      minutes too, and notify + /fail say which files and why.
-#   3. notify NOTIFY_URL with the exit status, what was saved where, and what happens next;
-#   4. ping HEARTBEAT_URL/<host>/<exit status>;
-#   5. destroy this instance (after /bye), unless KEEP_ALIVE=1. DRY_RUN=1 only says what it
-#      would save and destroy. A failed destroy sends /fail and a notify: idle-watch, the
-#      heartbeat watcher and the reaper take over from there.
+#      instance: no destroy, KEEP_FILE (or, where it cannot be written, a fallback under
+#      TMPDIR that idle-watch reads too) is touched so that idle-watch holds off for its 60
+#      minutes, and the notify and one failure ping say which files and why.
+#   3. unless KEEP_ALIVE=1 or the kit has no way to destroy (no identity, no key: said, never
+#      announced as a destroy), one plain ping that asks for JSON: an instance kept from
+#      outside (reaper keep, the status page, the phone) is not destroyed;
+#   4. one notify to NOTIFY_URL/<host> whose title names the host and the outcome ("job done,
+#      results saved, destroying", "job FAILED (exit 3), ..."), with the exit status, what
+#      was saved where, and what happens next;
+#   5. ping HEARTBEAT_URL/<host>/<exit status> (when a failure kept the instance: the exit
+#      status if it is one, else /fail — one ping, right after the notify that said it);
+#   6. destroy this instance (after /bye). DRY_RUN=1 only says what it would save and
+#      destroy. A failed destroy sends a notify and /fail: idle-watch, the heartbeat watcher
+#      and the reaper take over from there.
 # run.sh exits with the job's status (128 + signal number when a signal stopped it). On a
 # signal the job gets SIGTERM, then SIGKILL after JOB_STOP_GRACE seconds (default 10). No
 # command at all is an error (status 2) and takes the same exit path.
@@ -30,46 +37,86 @@ set -u
 
 KIT_NAME=run.sh
 KIT_CHILD=""
-KEEP_FILE=${KEEP_FILE:-/workspace/.keep}
 WAIT_NOTE=""
 
 # The exit path. Its first statement takes the exit status, before anything can change it.
+# Every outcome is one notify whose title names the host and what happened, then one ping
+# with the exit status (a failure ping right after the notify: the guard sends no second
+# alert for it).
 kit_exit_path() {
-    local status=$? saved=1 next ended
+    local status=$? job level ended saved=""
     trap '' INT TERM HUP
     if ! declare -F kit_destroy_self >/dev/null; then
         echo "run.sh: common.sh did not load: cannot push, notify or destroy; idle-watch and the reaper take over" >&2
         exit "$status"
     fi
+    kit_identify
+    job=$(kit_job_outcome "$status")
+    level=info
+    [ "$status" = 0 ] || level=warning
     ended="run.sh: job exited with status $status$(kit_signal_note "$status")"
     kit_log "job ended with status $status$(kit_signal_note "$status")"
 
     if [ -n "${WAIT_FOR:-}" ] && ! kit_wait_for_outputs; then
-        kit_notify "$ended; $WAIT_NOTE. Not saving or destroying: idle-watch saves the results and destroys by its own rules"
-        kit_ping "$status" "run.sh: job exited with status $status; WAIT_FOR not complete"
+        kit_notify warning "$job, output not complete, left to idle-watch" \
+            "$ended; $WAIT_NOTE. Not saving or destroying: idle-watch saves the results and destroys by its own rules"
+        kit_ping "$status" "$ended; WAIT_FOR not complete"
         exit "$status"
     fi
 
-    kit_save_results "$status" || saved=0
-    if [ "$saved" = 0 ]; then
-        next="KEEPING this instance: $KIT_SAVE_NOTE. Results are only on this instance; idle-watch holds it for 60 min ($KEEP_FILE touched)"
-        touch "$KEEP_FILE" 2>/dev/null || kit_log "cannot touch $KEEP_FILE"
-    elif [ "${KEEP_ALIVE:-0}" = 1 ]; then
-        next="$KIT_SAVE_NOTE; KEEP_ALIVE=1: keeping this instance"
-    elif [ "${DRY_RUN:-0}" = 1 ]; then
-        next="$KIT_SAVE_NOTE; DRY_RUN=1: not destroying this instance"
-    else
-        next="$KIT_SAVE_NOTE; destroying this instance"
+    if ! kit_save_results "$status"; then
+        kit_hold
+        kit_notify critical "$job, results NOT safe, instance KEPT" \
+            "$ended; $KIT_SAVE_NOTE. The results are only on this instance, which keeps billing; $KIT_HOLD_NOTE"
+        kit_ping_outcome "$status" "$ended; results not safe, instance kept: $KIT_SAVE_NOTE"
+        exit "$status"
     fi
-    kit_notify "$ended; $next"
-    kit_ping "$status" "run.sh: job exited with status $status"
-
-    if [ "$saved" = 0 ]; then
-        kit_ping fail "run.sh: results not safe, instance kept: $KIT_SAVE_NOTE"
-    elif [ "${KEEP_ALIVE:-0}" != 1 ]; then
-        kit_destroy_and_report
+    [ "$KIT_SAVE_STATE" = none ] || saved="results saved, "
+    if [ "${KEEP_ALIVE:-0}" = 1 ]; then
+        kit_notify "$level" "$job, ${saved}instance kept (KEEP_ALIVE=1)" "$ended; $KIT_SAVE_NOTE; KEEP_ALIVE=1: keeping this instance"
+        kit_ping "$status" "$ended"
+        exit "$status"
     fi
+    if ! kit_release_ready destroy; then
+        kit_notify critical "$job, CANNOT destroy, still billing" \
+            "$ended; $KIT_SAVE_NOTE; $KIT_DESTROY_MSG. idle-watch, the heartbeat watch and the reaper take over"
+        kit_ping_outcome "$status" "$ended; cannot destroy: $KIT_DESTROY_MSG"
+        exit "$status"
+    fi
+    # A keep set from outside (reaper keep, the status page, the phone) spares the instance.
+    kit_ping_read "$ended; asking for a keep before destroying"
+    if [ "$KIT_ANSWER" = ok ] && [ -n "$KIT_KEEP_MS" ]; then
+        kit_notify "$level" "$job, ${saved}kept $KIT_KEEP_TEXT" \
+            "$ended; $KIT_SAVE_NOTE; kept from outside (reaper keep, the status page or the phone) $KIT_KEEP_TEXT: not destroying"
+        kit_ping "$status" "$ended; kept $KIT_KEEP_TEXT"
+        exit "$status"
+    fi
+    if [ "${DRY_RUN:-0}" = 1 ]; then
+        kit_release_self destroy
+        kit_log "$KIT_DESTROY_MSG"
+        kit_notify "$level" "$job, ${saved}would destroy (dry run)" \
+            "$ended; $KIT_SAVE_NOTE; DRY_RUN=1: not destroying this instance; it ${KIT_DESTROY_MSG#dry run: }"
+        kit_ping "$status" "$ended"
+        exit "$status"
+    fi
+    kit_notify "$level" "$job, ${saved}destroying" "$ended; $KIT_SAVE_NOTE; destroying this instance"
+    kit_ping "$status" "$ended"
+    kit_destroy_and_report
     exit "$status"
+}
+
+# What became of the job, for a title: "job done", "job FAILED (exit 3)", "job stopped by
+# SIGTERM (exit 143)".
+kit_job_outcome() {
+    local note
+    note=$(kit_signal_note "$1")
+    if [ "$1" = 0 ]; then
+        echo "job done"
+    elif [ -n "$note" ]; then
+        echo "job stopped by ${note:2:-1} (exit $1)"
+    else
+        echo "job FAILED (exit $1)"
+    fi
 }
 
 kit_signal_note() {
@@ -78,6 +125,16 @@ kit_signal_note() {
     130) echo " (SIGINT)" ;;
     143) echo " (SIGTERM)" ;;
     esac
+}
+
+# One ping for an outcome that needs a person: the exit status when it is itself a failure,
+# else /fail — never both, and never an "ok" before a failure.
+kit_ping_outcome() {
+    if [ "$1" = 0 ]; then
+        kit_ping fail "$2"
+    else
+        kit_ping "$1" "$2"
+    fi
 }
 
 # WAIT_FOR: waits until every file it names is complete (exists, the same size at two polls
@@ -161,16 +218,15 @@ kit_join() {
 }
 
 kit_destroy_and_report() {
-    if [ "${DRY_RUN:-0}" != 1 ]; then
-        kit_ping bye "run.sh: destroying this instance"
-    fi
+    kit_ping bye "run.sh: destroying this instance"
     if kit_destroy_self; then
         kit_log "$KIT_DESTROY_MSG"
         return 0
     fi
     kit_log "$KIT_DESTROY_MSG"
+    kit_notify critical "destroy FAILED, still billing" \
+        "run.sh: $KIT_DESTROY_MSG. The instance is still running (and billing): idle-watch, the heartbeat watch and the reaper take over"
     kit_ping fail "run.sh: destroy failed: $KIT_DESTROY_MSG"
-    kit_notify "run.sh: $KIT_DESTROY_MSG. The instance is still running (and billing): idle-watch, the heartbeat watch and the reaper take over"
     return 1
 }
 

@@ -2,7 +2,8 @@
 
 - `base`: the notifier and channel protocols, the request and verdict shapes, the plugin
   description each channel module exports;
-- `registry`: the names and import paths of the channel modules;
+- `registry`: the names and import paths of the channel modules; `plugins`: the lookups that
+  find them by name;
 - `fanout`: one notifier over every configured channel, each delivered on its own with its own
   deadline, retries and backoff;
 - `telegram`, `bark`, `ntfy`: one module per channel, owning its settings and its server's

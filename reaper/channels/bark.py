@@ -21,7 +21,7 @@ from typing import TYPE_CHECKING, Any
 from urllib.parse import unquote, urlsplit, urlunsplit
 
 from reaper.channels.base import ActionSlots, Channel, ChannelPlugin, ChannelRequest, Verdict
-from reaper.config import ChannelSettings, ConfigError, Env, SettingsReader, parse_url
+from reaper.settings.parse import ChannelSettings, ConfigError, Env, SettingsReader, parse_url
 
 if TYPE_CHECKING:  # pydantic models: reading the settings must not import them
     from reaper.core.models import Alert, AlertLevel
@@ -160,6 +160,8 @@ PLUGIN = ChannelPlugin(
     name="bark",
     label="Bark",
     build=build,
+    settings=SETTINGS,
+    env_prefix="BARK_",
     # A push notification: APNs' 4 KB, less the rest of the payload.
     body_budget=3000,
     actions=ActionSlots(menu=True),

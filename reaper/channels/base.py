@@ -15,8 +15,9 @@ from typing import TYPE_CHECKING, Any, Literal, Protocol
 from reaper import log
 
 if TYPE_CHECKING:  # pydantic models and asyncio: a cold ping imports neither
-    from reaper.config import ChannelSettings, Settings
     from reaper.core.models import Alert, Delivery
+    from reaper.settings.model import Settings
+    from reaper.settings.parse import ChannelSettings, SettingsReader
 
 
 def _real_sleep(seconds: float) -> Awaitable[None]:
@@ -92,28 +93,52 @@ class ActionSlots:
     menu: bool = False
 
 
+# Bytes of body one message carries whole on a channel that says nothing else.
+BODY_BUDGET = 3000
+
+
 @dataclass(frozen=True)
 class ChannelPlugin:
-    """What the rest of reaper may know of one channel: its name, and how to build it from its
-    settings (`build(settings) -> Channel`)."""
+    """What the rest of reaper may know of one channel: its name, how to build it from its
+    settings (`build(settings) -> Channel`), how its variables are read (`settings`, all of
+    them starting with `env_prefix`), and what one message carries; every list of the
+    channels' facts elsewhere (the secrets read from SSM, the known variables and prefixes) is
+    derived from these. `inbound`: how the phone answers through it, for a channel whose
+    buttons come back to reaper (None: it only sends)."""
 
     name: str
     label: str
     build: Callable[[ChannelSettings], Channel]
+    settings: SettingsReader
+    env_prefix: str
     # Bytes of body one message can carry whole (what a folded list may fill).
-    body_budget: int = 3000
+    body_budget: int = BODY_BUDGET
     # How it offers actions from the phone; none by default.
     actions: ActionSlots = field(default_factory=ActionSlots)
 
 
 class Notifier(Protocol):
+    """Where a pass's alerts go, and what the channels behind it can carry: the most body one
+    message may fill (a folded list of warnings) and how its actions can be offered (what the
+    pass arms)."""
+
     async def send(self, alert: Alert) -> list[Delivery]:
         """Deliver to every configured channel; one failing never blocks another. Never raises."""
         ...
 
+    @property
+    def body_budget(self) -> int: ...
+
+    @property
+    def actions(self) -> ActionSlots: ...
+
 
 class LogNotifier:
     """No channel configured: the alert is written to the log, so it is at least on record."""
+
+    def __init__(self, *, body_budget: int = BODY_BUDGET, actions: ActionSlots | None = None):
+        self.body_budget = body_budget
+        self.actions = actions or ActionSlots()
 
     async def send(self, alert: Alert) -> list[Delivery]:
         log.event(
@@ -130,7 +155,12 @@ class LogNotifier:
 
 
 class SilentNotifier:
-    """Sends nothing and says so: what a dry run alerts through."""
+    """Sends nothing and says so: what a dry run alerts through (with the budget and actions of
+    the channels it stands for, so that the dry run folds as the real pass would)."""
+
+    def __init__(self, *, body_budget: int = BODY_BUDGET, actions: ActionSlots | None = None):
+        self.body_budget = body_budget
+        self.actions = actions or ActionSlots()
 
     async def send(self, alert: Alert) -> list[Delivery]:
         return []

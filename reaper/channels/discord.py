@@ -25,7 +25,7 @@ from urllib.parse import urlsplit, urlunsplit
 
 from reaper.channels.base import ActionSlots, Channel, ChannelPlugin, ChannelRequest, Verdict
 from reaper.channels.incoming import fit, length, links, one_line, read_url, url_secrets
-from reaper.config import ChannelSettings, Env, SettingsReader
+from reaper.settings.parse import ChannelSettings, Env, SettingsReader
 
 if TYPE_CHECKING:  # pydantic models: reading the settings must not import them
     from reaper.core.models import Alert, AlertLevel
@@ -137,6 +137,8 @@ PLUGIN = ChannelPlugin(
     name="discord",
     label="Discord",
     build=build,
+    settings=SETTINGS,
+    env_prefix="DISCORD_",
     # An embed's 4,096 characters, less the links and room for escaping.
     body_budget=2500,
     actions=ActionSlots(links=MAX_LINKS),

@@ -21,22 +21,18 @@ import ssl
 import time
 from collections.abc import Sequence
 from dataclasses import dataclass
-from importlib import import_module
 from typing import TYPE_CHECKING, Any
 
 from reaper import USER_AGENT, log
 from reaper.capped import byte_size, read_capped
 from reaper.channels.base import (
+    BODY_BUDGET,
+    ActionSlots,
     Channel,
     ChannelOptions,
-    ChannelPlugin,
     ChannelRequest,
-    LogNotifier,
-    Notifier,
     Verdict,
 )
-from reaper.channels.registry import CHANNELS
-from reaper.config import Settings
 from reaper.core.models import Alert, Delivery
 from reaper.text import shown
 
@@ -189,7 +185,8 @@ async def _deliver(
 class FanoutNotifier:
     """Sends every alert through every channel at once; see the module docstring. `unheard`:
     the names of the channels no person reads (a plain webhook): a message delivered there is
-    delivered, but not heard."""
+    delivered, but not heard. `body_budget` and `actions`: what its channels can carry
+    together (`reaper.channels.plugins`)."""
 
     def __init__(
         self,
@@ -198,11 +195,15 @@ class FanoutNotifier:
         unheard: frozenset[str] = frozenset(),
         *,
         answer_cap: int = ANSWER_CAP,
+        body_budget: int = BODY_BUDGET,
+        actions: ActionSlots | None = None,
     ) -> None:
         self.channels = list(channels)
         self.options = options or ChannelOptions()
         self.unheard = unheard
         self.answer_cap = answer_cap
+        self.body_budget = body_budget
+        self.actions = actions or ActionSlots()
 
     async def send(self, alert: Alert) -> list[Delivery]:
         return list(await asyncio.gather(*(self._one(c, alert) for c in self.channels)))
@@ -235,25 +236,3 @@ class FanoutNotifier:
         )
         heard = outcome.ok and channel.name not in self.unheard
         return Delivery(channel=channel.name, ok=outcome.ok, detail=detail, heard=heard)
-
-
-def build_channels(settings: Settings) -> list[Channel]:
-    """One channel per configured channel plugin, each built by its own module."""
-    return [
-        channel_plugin(configured.channel).build(configured) for configured in settings.channels
-    ]
-
-
-def channel_plugin(name: str) -> ChannelPlugin:
-    found: ChannelPlugin = import_module(CHANNELS[name]).PLUGIN
-    return found
-
-
-def make_notifier(settings: Settings, *, options: ChannelOptions | None = None) -> Notifier:
-    """The notifier for these settings: every configured channel, or the log when none is."""
-    channels = build_channels(settings)
-    if not channels:
-        return LogNotifier()
-    log.register_secrets([s for c in channels for s in c.secrets])
-    unheard = frozenset(c.channel for c in settings.channels if not c.reaches_person)
-    return FanoutNotifier(channels, options, unheard)

@@ -25,7 +25,7 @@ from typing import TYPE_CHECKING, Any
 from urllib.parse import unquote, urlsplit, urlunsplit
 
 from reaper.channels.base import ActionSlots, Channel, ChannelPlugin, ChannelRequest, Verdict
-from reaper.config import ChannelSettings, ConfigError, Env, SettingsReader, parse_url
+from reaper.settings.parse import ChannelSettings, ConfigError, Env, SettingsReader, parse_url
 
 if TYPE_CHECKING:  # pydantic models: reading the settings must not import them
     from reaper.core.models import Alert, AlertLevel, PhoneAction
@@ -171,6 +171,8 @@ PLUGIN = ChannelPlugin(
     name="ntfy",
     label="ntfy",
     build=build,
+    settings=SETTINGS,
+    env_prefix="NTFY_",
     # ntfy's 4,096-byte message limit, less the title.
     body_budget=3800,
     actions=ActionSlots(links=MAX_ACTIONS),

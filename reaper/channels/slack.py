@@ -23,7 +23,7 @@ from typing import TYPE_CHECKING, Any
 
 from reaper.channels.base import ActionSlots, Channel, ChannelPlugin, ChannelRequest, Verdict
 from reaper.channels.incoming import fit, length, links, one_line, read_url, url_secrets
-from reaper.config import ChannelSettings, Env, SettingsReader
+from reaper.settings.parse import ChannelSettings, Env, SettingsReader
 
 if TYPE_CHECKING:  # pydantic models: reading the settings must not import them
     from reaper.core.models import Alert, AlertLevel
@@ -133,6 +133,8 @@ PLUGIN = ChannelPlugin(
     name="slack",
     label="Slack",
     build=build,
+    settings=SETTINGS,
+    env_prefix="SLACK_",
     # A section's 3,000 characters, with room for escaping.
     body_budget=2500,
     actions=ActionSlots(links=MAX_LINKS),

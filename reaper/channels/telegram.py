@@ -23,7 +23,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from reaper.channels.base import ActionSlots, Channel, ChannelPlugin, ChannelRequest, Verdict
-from reaper.config import ChannelSettings, ConfigError, Env, SettingsReader, parse_url
+from reaper.settings.parse import ChannelSettings, ConfigError, Env, SettingsReader, parse_url
 
 if TYPE_CHECKING:  # pydantic models: reading the settings must not import them
     from reaper.core.models import Alert, AlertLevel, PhoneAction
@@ -345,12 +345,15 @@ SETTINGS = SettingsReader(
     ),
     # The chat id goes with its token (kept in SSM beside it), but is no secret.
     secret_variables=("TELEGRAM_BOT_TOKEN", "TELEGRAM_CHAT_ID", "TELEGRAM_WEBHOOK_SECRET"),
+    not_secret=("TELEGRAM_CHAT_ID",),
     read=read_settings,
 )
 PLUGIN = ChannelPlugin(
     name="telegram",
     label="Telegram",
     build=build,
+    settings=SETTINGS,
+    env_prefix="TELEGRAM_",
     # Five parts of 4,096 characters, with room for the title and escaping.
     body_budget=18000,
     actions=ActionSlots(buttons=MAX_BUTTONS),

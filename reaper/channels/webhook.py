@@ -25,7 +25,7 @@ from typing import TYPE_CHECKING, Any
 from reaper.channels.base import Channel, ChannelPlugin, ChannelRequest, Verdict
 from reaper.channels.incoming import read_url, url_secrets
 from reaper.clock import Clock, SystemClock
-from reaper.config import ChannelSettings, Env, SettingsReader
+from reaper.settings.parse import ChannelSettings, Env, SettingsReader
 
 if TYPE_CHECKING:  # pydantic models: reading the settings must not import them
     from reaper.core.models import Alert
@@ -142,6 +142,8 @@ PLUGIN = ChannelPlugin(
     name="webhook",
     label="webhook",
     build=build,
+    settings=SETTINGS,
+    env_prefix="WEBHOOK_",
     # A program takes the whole body: it never makes a folded message smaller.
     body_budget=18000,
 )

@@ -13,11 +13,11 @@ from datetime import datetime, timedelta
 
 from pydantic import BaseModel, ConfigDict
 
-from reaper.config import Settings
 from reaper.core.leaks import Finding, detect, hours_left, is_low, with_spend
 from reaper.core.models import Alert, AuditRecord, Balance, Episode, Instance, Monitor, Volume
 from reaper.core.runway import runway_short
 from reaper.core.units import HOURS_PER_MONTH, as_utc, humanize, money
+from reaper.settings.model import Settings
 
 DIGEST_WINDOW = timedelta(hours=24)
 _SHOWN = 5

@@ -15,10 +15,10 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict
 
-from reaper.config import Settings
 from reaper.core.models import AlertLevel, Balance, Episode, Instance, ProviderName, Volume
 from reaper.core.runway import runway_hours
 from reaper.core.units import HOURS_PER_MONTH, money, utc
+from reaper.settings.model import Settings
 
 LeakKind = Literal["frozen", "stuck", "orphan_volume", "max_runtime", "idle", "future_start"]
 LEAK_KINDS: tuple[LeakKind, ...] = (

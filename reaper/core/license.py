@@ -3,7 +3,7 @@
 A license is the warning that reached a person for the instance's *current* stopped stretch,
 with the deadline it announced. Every termination rests on one (a "terminate now" rests on a
 request bound to the stretch instead: `policy.stretch_request`), and the one gate asks again
-right before each DELETE (`passes.gate`). A warning licenses nothing when:
+right before each DELETE (`passes.reap.gate`). A warning licenses nothing when:
 - it was issued for another stretch (a restart the reaper saw, or an older record that does
   not say which stretch it was for);
 - it was sent in the other mode (an observe warning said "would be terminated");
@@ -25,9 +25,9 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Literal
 
-from reaper.config import Settings
 from reaper.core.models import History, WarningRecord
 from reaper.core.units import utc
+from reaper.settings.model import Settings
 
 VoidKind = Literal["none", "legacy", "stretch", "mode", "unheard", "kept", "moved", "stale"]
 

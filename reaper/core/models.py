@@ -174,7 +174,7 @@ class History(BaseModel):
     # store's open requests; a request counts only in the stretch and the mode it was made in).
     requests: dict[str, TerminationRequest] = Field(default_factory=dict)
     # When a complete, trustworthy listing first missed a recorded stretch's instance: one miss
-    # is no proof that it is gone (see `reaper.passes.reap._absences`).
+    # is no proof that it is gone (see `reaper.passes.reap.run.absences`).
     missing_since: dict[str, datetime] = Field(default_factory=dict)
 
 

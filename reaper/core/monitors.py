@@ -17,9 +17,9 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 
-from reaper.config import ConfigError, parse_duration
 from reaper.core.records import Monitor
 from reaper.core.units import humanize, iso
+from reaper.settings.parse import ConfigError, parse_duration
 
 # The ping log keeps this many events per monitor, and this much of each one's body.
 PING_LOG_KEPT = 100

@@ -3,7 +3,7 @@
 No I/O happens here, and nothing here reads a clock: that is what lets the property tests
 throw thousands of generated fleets and histories at it and check that the safety rules hold
 for every one (README "Safety rules"). The reap pass does the listing, the recording and the
-acting — and the one gate (`passes.gate`) asks this module again, with a fresh reading, right
+acting — and the one gate (`passes.reap.gate`) asks this module again, with a fresh reading, right
 before each delete (`recheck`).
 
 The rules, in the order they are applied to each instance:
@@ -41,7 +41,6 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict
 
-from reaper.config import Settings
 from reaper.core.license import License, Void, license_for
 from reaper.core.models import (
     ClockChange,
@@ -53,6 +52,7 @@ from reaper.core.models import (
     TerminationRequest,
 )
 from reaper.core.units import humanize, utc
+from reaper.settings.model import Settings
 
 # States that mean "it runs again": only these reset the stopped clock.
 RESETTING_STATES = frozenset({"running", "starting"})

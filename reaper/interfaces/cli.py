@@ -15,7 +15,10 @@ from datetime import timedelta
 from typing import Any
 
 from reaper import __version__, log
-from reaper.config import ConfigError, Settings, load_settings, parse_duration
+from reaper.app.settings import load_settings
+from reaper.providers.plugins import plugins
+from reaper.settings.model import Settings
+from reaper.settings.parse import ConfigError, parse_duration
 from reaper.store.failure import store_failure
 
 EXIT_OK = 0
@@ -106,10 +109,11 @@ def build_parser() -> argparse.ArgumentParser:
     status = commands.add_parser("status", help="fleet and monitors as the state knows them")
     status.add_argument("--json", action="store_true", help="print one JSON object")
 
-    keep = commands.add_parser("keep", help="spare one instance without renaming it")
-    keep.add_argument(
-        "target", metavar="<provider>:<id>", help="the instance, as runpod:<podId> or vast:<id>"
+    target_help = "the instance, as " + " or ".join(
+        f"{provider.name}:<{provider.id_noun}>" for provider in plugins()
     )
+    keep = commands.add_parser("keep", help="spare one instance without renaming it")
+    keep.add_argument("target", metavar="<provider>:<id>", help=target_help)
     keep.add_argument(
         "--for",
         dest="duration",
@@ -125,9 +129,7 @@ def build_parser() -> argparse.ArgumentParser:
     )
 
     unkeep = commands.add_parser("unkeep", help="end a keep")
-    unkeep.add_argument(
-        "target", metavar="<provider>:<id>", help="the instance, as runpod:<podId> or vast:<id>"
-    )
+    unkeep.add_argument("target", metavar="<provider>:<id>", help=target_help)
 
     audit = commands.add_parser("audit", help="every termination: what, why, when, confirmed")
     audit.add_argument("--json", action="store_true", help="print one JSON object")
@@ -145,11 +147,37 @@ def build_parser() -> argparse.ArgumentParser:
     )
     commands.add_parser("demo", help="the whole loop against built-in emulated providers")
 
+    _emulate_parser(commands)
+    commands.add_parser(
+        "login-link", help="a one-time sign-in link to the status page (for the phone)"
+    )
+    commands.add_parser(
+        "init", help="print a .env skeleton with freshly generated keys (writes nothing)"
+    )
+    _monitor_parser(commands)
+    return parser
+
+
+# --- reaper emulate ----------------------------------------------------------------------------
+
+
+def _named_port(text: str) -> tuple[str, int]:
+    """`--port <provider>=<port>`."""
+    names = [provider.name for provider in plugins()]
+    name, sep, port = text.partition("=")
+    if not sep or name not in names:
+        expected = " or ".join(f"{n}=<port>" for n in names)
+        raise argparse.ArgumentTypeError(f"expected {expected}, got {text!r}")
+    return name, _port(port)
+
+
+def _emulate_parser(commands: Any) -> None:
+    labels = " and ".join(provider.label for provider in plugins())
     emulate = commands.add_parser(
         "emulate",
-        help="run the RunPod and Vast emulators on loopback until Ctrl-C",
+        help=f"run the {labels} emulators on loopback until Ctrl-C",
         description=(
-            "Start emulated RunPod and Vast APIs on 127.0.0.1 with a fleet from a JSON file,"
+            f"Start emulated {labels} APIs on 127.0.0.1 with a fleet from a JSON file,"
             " print the export lines that point reaper at them, and run until Ctrl-C."
         ),
     )
@@ -160,19 +188,36 @@ def build_parser() -> argparse.ArgumentParser:
         help="the fleet, a JSON file (README: `reaper emulate`); default: the demo's fleet",
     )
     emulate.add_argument(
-        "--runpod-port", type=_port, default=0, help="RunPod's port (default: any free one)"
+        "--port",
+        dest="ports",
+        type=_named_port,
+        action="append",
+        default=[],
+        metavar="PROVIDER=PORT",
+        help="a provider's emulator's port, e.g. "
+        + f"{plugins()[0].name}=8001"
+        + " (again for each provider; default: any free one)",
     )
-    emulate.add_argument(
-        "--vast-port", type=_port, default=0, help="Vast's port (default: any free one)"
-    )
-    commands.add_parser(
-        "login-link", help="a one-time sign-in link to the status page (for the phone)"
-    )
-    commands.add_parser(
-        "init", help="print a .env skeleton with freshly generated keys (writes nothing)"
-    )
-    _monitor_parser(commands)
-    return parser
+    for provider in plugins():
+        emulate.add_argument(
+            f"--{provider.name}-port",
+            dest=f"port_{provider.name}",
+            type=_port,
+            default=None,
+            metavar="PORT",
+            help=f"{provider.label}'s port (default: any free one); the same as --port"
+            f" {provider.name}=PORT",
+        )
+
+
+def _emulate_ports(args: argparse.Namespace) -> dict[str, int]:
+    """The ports asked for, by provider: `--<provider>-port` first, `--port` over it."""
+    ports = {
+        provider.name: getattr(args, f"port_{provider.name}")
+        for provider in plugins()
+        if getattr(args, f"port_{provider.name}") is not None
+    }
+    return ports | dict(args.ports)
 
 
 # --- reaper monitor ... ----------------------------------------------------------------------
@@ -344,7 +389,7 @@ def _run_demo(args: argparse.Namespace, settings: Settings) -> int:
 def _run_emulate(args: argparse.Namespace, settings: Settings) -> int:
     from reaper.interfaces.emulate import emulate_command
 
-    return emulate_command(fleet=args.fleet, runpod_port=args.runpod_port, vast_port=args.vast_port)
+    return emulate_command(fleet=args.fleet, ports=_emulate_ports(args))
 
 
 def _run_login_link(args: argparse.Namespace, settings: Settings) -> int:

@@ -12,17 +12,22 @@ import sys
 from datetime import datetime, timedelta
 
 from reaper import log
-from reaper.channels.base import ChannelOptions, Notifier
+from reaper.app import wiring
+from reaper.app.settings import channel_readers
+from reaper.channels.base import ChannelOptions, channels_configured
 from reaper.clock import Clock, SystemClock
-from reaper.config import ConfigError, Settings
+from reaper.core.messages import test_message
 from reaper.core.models import Instance, instance_key
 from reaper.core.units import utc
 from reaper.interfaces import views
 from reaper.interfaces.table import terminal_width
+from reaper.interfaces.web.session import LOGIN_LINK_LIFETIME, create_login_link, login_link_base
 from reaper.passes import keeping
-from reaper.providers.base import ProviderClient
-from reaper.providers.http import HttpOptions
-from reaper.store.base import Store
+from reaper.providers.base import HttpOptions
+from reaper.providers.plugins import parse_target
+from reaper.settings.model import Settings
+from reaper.settings.parse import ConfigError
+from reaper.store.ports import Store
 
 EXIT_OK = 0
 EXIT_ATTENTION = 1
@@ -37,13 +42,10 @@ def reap_command(
     max_terminations: int | None,
     show_all: bool = False,
 ) -> int:
-    from reaper.passes.reap import run_pass
-    from reaper.store import opened_store
-
     settings.require_provider_keys()
-    with opened_store(settings.state, read_only=dry_run) as store:
+    with wiring.opened(settings, read_only=dry_run) as runtime:
         report = asyncio.run(
-            run_pass(settings, store, dry_run=dry_run, max_terminations=max_terminations)
+            wiring.run_pass(runtime, dry_run=dry_run, max_terminations=max_terminations)
         )
     if report.lease_taken:
         print(f"reaper: {report.lease_note}; nothing done", file=sys.stderr)
@@ -54,21 +56,6 @@ def reap_command(
     elif not report.lease_taken:
         print(views.reap_table(report, show_all=show_all, width=terminal_width()))
     return report.exit_code
-
-
-def parse_target(target: str) -> tuple[str, str]:
-    """`<provider>:<id>`, the id canonicalised the way the provider's listing spells it."""
-    from reaper.providers.plugins import canonical_id, plugins
-
-    provider, sep, raw_id = target.strip().partition(":")
-    names = [p.name for p in plugins()]
-    if not sep or provider not in names or not raw_id:
-        expected = " or ".join(f"{name}:<id>" for name in names)
-        raise ConfigError("<provider>:<id>", f"expected {expected}, got {target!r}")
-    instance_id = canonical_id(provider, raw_id)
-    if instance_id is None:
-        raise ConfigError("<provider>:<id>", f"not a valid {provider} instance id: {raw_id!r}")
-    return provider, instance_id
 
 
 def _listed(store: Store, provider: str) -> tuple[list[Instance], datetime | None]:
@@ -112,13 +99,12 @@ def keep_command(
     """`reaper keep`: `duration` None keeps until `reaper unkeep` (`--for forever`). An id the
     last complete listing of its provider does not show is refused (exit 2, nothing stored),
     unless `force`."""
-    from reaper.store import opened_store
-
     provider, instance_id = parse_target(target)
     now = SystemClock().now()
     key = instance_key(provider, instance_id)
     until = now + duration if duration else None
-    with opened_store(settings.state) as store:
+    with wiring.opened(settings) as runtime:
+        store = runtime.store
         listed, listed_at = _listed(store, provider)
         seen = next((i for i in listed if i.key == key), None)
         if seen is None and not force:
@@ -137,13 +123,11 @@ def keep_command(
 
 
 def unkeep_command(settings: Settings, *, target: str) -> int:
-    from reaper.store import opened_store
-
     provider, instance_id = parse_target(target)
     key = instance_key(provider, instance_id)
-    with opened_store(settings.state) as store:
+    with wiring.opened(settings) as runtime:
         ended = keeping.unkeep(
-            store,
+            runtime.store,
             key,
             now=SystemClock().now(),
             by=keeping.command_line_user(),
@@ -158,11 +142,9 @@ def unkeep_command(settings: Settings, *, target: str) -> int:
 
 
 def audit_command(settings: Settings, *, json_output: bool) -> int:
-    from reaper.store import opened_store
-
-    with opened_store(settings.state, read_only=True, existing=True) as store:
-        records = store.audit_log()
-        actions = store.action_log()
+    with wiring.opened(settings, read_only=True, existing=True) as runtime:
+        records = runtime.store.audit_log()
+        actions = runtime.store.action_log()
     if json_output:
         print(json.dumps(views.audit_json(records, actions), ensure_ascii=False))
     else:
@@ -172,14 +154,8 @@ def audit_command(settings: Settings, *, json_output: bool) -> int:
 
 def status_command(settings: Settings, json_output: bool) -> int:
     """`reaper status`: monitors, the stopped fleet and the last reap, as the store knows them."""
-    from reaper.store import open_store
-
-    store = open_store(settings.state, read_only=True, existing=True)
-    now = SystemClock().now()
-    try:
-        data = views.status_report(settings, store, now)
-    finally:
-        store.close()
+    with wiring.opened(settings, read_only=True, existing=True) as runtime:
+        data = views.status_report(settings, runtime.store, runtime.clock.now())
     if json_output:
         print(json.dumps(data, ensure_ascii=False))
     else:
@@ -189,23 +165,8 @@ def status_command(settings: Settings, json_output: bool) -> int:
 
 def watch_command(settings: Settings, json_output: bool) -> int:
     """`reaper watch`: one watch pass, for cron or a Lambda schedule."""
-    from reaper.channels.fanout import make_notifier
-    from reaper.passes.watch import WatchReport, watch_pass
-    from reaper.providers.plugins import make_clients
-    from reaper.store import open_store
-
-    async def once() -> WatchReport:
-        store = open_store(settings.state)
-        clients: list[ProviderClient] = list(make_clients(settings))
-        try:
-            notifier: Notifier = make_notifier(settings)
-            return await watch_pass(settings, store, notifier, SystemClock(), clients)
-        finally:
-            for client in clients:
-                await client.aclose()
-            store.close()
-
-    report = asyncio.run(once())
+    with wiring.opened(settings) as runtime:
+        report = asyncio.run(wiring.watch_once(runtime))
     if json_output:
         print(json.dumps(views.watch_json(report), ensure_ascii=False))
     else:
@@ -222,13 +183,10 @@ def report_command(
 ) -> int:
     """`reaper report [--json]`: providers live, the store read-only. 0 done; 1 when a
     listing failed (its spend and leaks are unknown); no keys at all is a config error."""
-    from reaper.passes.digest import with_clients
-    from reaper.store import opened_store
-
     settings.require_provider_keys()
     now = (clock or SystemClock()).now()
-    with opened_store(settings.state, read_only=True, existing=True) as store:
-        digest = asyncio.run(with_clients(settings, store, None, now, http_options))
+    with wiring.opened(settings, read_only=True, existing=True, http=http_options) as runtime:
+        digest = asyncio.run(wiring.collect_report(runtime, now))
     if json_output:
         print(json.dumps(views.digest_json(digest), ensure_ascii=False))
     else:
@@ -244,17 +202,12 @@ def test_alert_command(settings: Settings, *, options: ChannelOptions | None = N
     Exit 0 when every channel delivered, 1 when any failed, 2 when none is configured (that is
     a configuration problem, stated the way config errors are).
     """
-    from reaper.channels.base import channels_configured
-    from reaper.channels.fanout import make_notifier
-    from reaper.channels.registry import CHANNELS
-    from reaper.config import plugin_settings
-    from reaper.core.messages import test_message
-
     if not channels_configured(settings):
-        variables = " / ".join(plugin_settings(p).variables[0] for p in CHANNELS.values())
+        variables = " / ".join(reader.variables[0] for reader in channel_readers())
         print(f"reaper: {variables}: no alert channel configured", file=sys.stderr)
         return EXIT_CONFIG
-    deliveries = asyncio.run(make_notifier(settings, options=options).send(test_message()))
+    notifier = wiring.make_notifier(settings, options=options)
+    deliveries = asyncio.run(notifier.send(test_message()))
     for delivery in deliveries:
         print(
             f"{delivery.channel}: ok"
@@ -267,16 +220,9 @@ def test_alert_command(settings: Settings, *, options: ChannelOptions | None = N
 def login_link_command(settings: Settings, *, clock: Clock | None = None) -> int:
     """`reaper login-link`: print a one-time link (15 minutes, single use) that signs a
     browser in to the status page: for the phone, where typing the admin key is no fun."""
-    from reaper.interfaces.web.session import (
-        LOGIN_LINK_LIFETIME,
-        create_login_link,
-        login_link_base,
-    )
-    from reaper.store import opened_store
-
     login_link_base(settings)  # the settings first: nothing is opened for a config error
-    with opened_store(settings.state) as store:
-        link = create_login_link(settings, store, (clock or SystemClock()).now())
+    with wiring.opened(settings, clock=clock) as runtime:
+        link = create_login_link(settings, runtime.store, runtime.clock.now())
     log.event("login_link", result="created")
     print(link)
     print(

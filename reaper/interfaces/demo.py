@@ -1,7 +1,8 @@
 """`reaper demo`: the whole product against the built-in emulators, with no key and no sleep.
 
-It starts local RunPod and Vast emulators with a small mixed fleet (the example fleet of
-`reaper emulate`, plus a pod in a state nobody can read) and reaper's own HTTP API on loopback,
+It starts every provider's emulator with a small mixed fleet (the example fleet of `reaper
+emulate`, plus what `emulators.demo` stages: a pod in a state nobody can read, the instances
+that play each scene) and reaper's own HTTP API on loopback,
 then runs real passes over real HTTP while a fake clock jumps forward: first sight, the
 dead-man's switch catching a watchdog that went silent while its pod bills, a job's message
 forwarded through `/alert`, the on-instance kit ending a job (dry run), the warning an hour
@@ -17,37 +18,36 @@ import re
 import shutil
 import subprocess
 import tempfile
-from collections.abc import Iterator
-from contextlib import contextmanager
+from collections.abc import Iterator, Mapping
+from contextlib import ExitStack, contextmanager
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import httpx
 
 from reaper import log
-from reaper.config import ConfigError, Settings, load_settings
+from reaper.app import wiring
+from reaper.app.settings import load_settings
 from reaper.core.models import Alert
 from reaper.core.units import HOURS_PER_MONTH, humanize, utc
 from reaper.interfaces.table import format_table, terminal_width
 from reaper.interfaces.views import reap_table, watch_lines
 from reaper.passes.reap import ConfirmOptions, reap_pass
-from reaper.providers.http import HttpOptions
-from reaper.providers.plugins import make_clients
-from reaper.store.sqlite import SQLiteStore
+from reaper.providers.base import HttpOptions
+from reaper.providers.plugins import label, plugin, plugins
+from reaper.settings.model import Settings
+from reaper.settings.parse import ConfigError
+from reaper.store.ports import Store
 
 if TYPE_CHECKING:
-    from emulators import RunPodEmulator, VastEmulator
     from emulators.channels import RecordingNotifier
     from emulators.clock import FakeClock
 
 DEMO_START = datetime(2026, 11, 27, 18, 0, tzinfo=UTC)  # a Friday evening
 PING_KEY = "demo-ping-key-not-secret"
 DEMO_ADMIN_KEY = "demo-admin-key-not-secret"
-# The pod whose watchdog goes silent, and the one whose job sends a message.
-WATCHED_POD = "llm-finetune-a1"
-MESSAGING_INSTANCE = 4242001
 KIT_DIR = Path(__file__).resolve().parents[2] / "infra" / "instance"
 _KIT_TIME = re.compile(r"^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\dZ ")
 
@@ -56,8 +56,8 @@ _KIT_TIME = re.compile(r"^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\dZ ")
 
 
 def phone_actions(alert: Alert) -> list[str]:
-    """The buttons a phone shows under `alert`, as text ("[Keep 1 day] [Keep 1 week]"): what
-    Telegram shows as inline buttons and ntfy as action buttons (see "Acting from the
+    """The buttons a phone shows under `alert`, as text ("[Keep 1 day] [Keep 1 week]"): what a
+    chat shows as inline buttons and a push channel as action buttons (see "Acting from the
     phone" in the README)."""
     return [f"[{action.label}]" for action in alert.actions]
 
@@ -70,14 +70,6 @@ def status_page_line(base_url: str) -> str | None:
 
 
 # --- the fleet and the printing ---------------------------------------------------------------
-
-
-def _fleet(runpod: RunPodEmulator, vast: VastEmulator) -> None:
-    from emulators.fleet import EXAMPLE, load_fleet, populate
-
-    populate(load_fleet(EXAMPLE), runpod, vast)
-    # A state no spec names: the reaper cannot read it, so it assumes busy.
-    runpod.add_pod("odd-one-e5", name="migrating-pod", status="MIGRATING", volume_gb=40)
 
 
 def _print_alerts(alerts: list[Alert]) -> None:
@@ -97,38 +89,35 @@ def _heading(text: str) -> None:
 
 @dataclass
 class _Demo:
-    settings: Settings
-    store: SQLiteStore
+    runtime: wiring.Runtime
     clock: FakeClock
     notifier: RecordingNotifier
-    options: HttpOptions
     confirm: ConfirmOptions
     base_url: str | None = None
 
+    @property
+    def settings(self) -> Settings:
+        return self.runtime.settings
+
+    @property
+    def store(self) -> Store:
+        return self.runtime.store
+
     async def reap(self, number: int, title: str) -> int:
         _heading(f"pass {number}: {title}")
-        clients = make_clients(self.settings, self.options)
         before = len(self.notifier.alerts)
-        try:
+        async with self.runtime.clients() as clients:
             report = await reap_pass(
                 self.settings, self.store, clients, self.notifier, self.clock, confirm=self.confirm
             )
-        finally:
-            await asyncio.gather(*(c.aclose() for c in clients))
         print(reap_table(report, width=terminal_width()))
         _print_alerts(self.notifier.alerts[before:])
         print(f"  exit status {report.exit_code}")
         return report.exit_code
 
     async def watch(self) -> int:
-        from reaper.passes.watch import watch_pass
-
-        clients = make_clients(self.settings, self.options)
         before = len(self.notifier.alerts)
-        try:
-            report = await watch_pass(self.settings, self.store, self.notifier, self.clock, clients)
-        finally:
-            await asyncio.gather(*(c.aclose() for c in clients))
+        report = await wiring.watch_once(self.runtime)
         first, *rest = watch_lines(report)
         print(f"  reaper watch: {first}")
         for line in rest:
@@ -148,7 +137,7 @@ def _api(demo: _Demo) -> Iterator[str | None]:
         return
     from reaper.interfaces.serve import build_asgi, serving
 
-    store = SQLiteStore(demo.settings.state.location)
+    store = wiring.open_state(demo.settings)
     asgi = build_asgi(demo.settings, store, demo.notifier, demo.clock, channels=("phone",))
     with serving(asgi) as running:
         yield running.url
@@ -156,8 +145,10 @@ def _api(demo: _Demo) -> Iterator[str | None]:
 
 def _dead_mans_switch(demo: _Demo, base: str) -> None:
     """The watchdog of the running pod pings for a while, then goes silent; the watch pass
-    cross-checks the pod with RunPod: still running, still billing."""
-    host = f"runpod-{WATCHED_POD}"
+    cross-checks the pod with its provider: still running, still billing."""
+    from emulators.demo import WATCHED
+
+    host = _host(*WATCHED)
     with httpx.Client(base_url=base, timeout=5) as http:
         for _ in range(3):
             http.get(f"/ping/{PING_KEY}/{host}")
@@ -167,8 +158,10 @@ def _dead_mans_switch(demo: _Demo, base: str) -> None:
 
 
 def _alert_from_a_job(demo: _Demo, base: str) -> None:
+    from emulators.demo import MESSAGING
+
     before = len(demo.notifier.alerts)
-    text = "vast-4242001: eval-harness finished: 3 of 3 suites passed, accuracy 0.871"
+    text = f"{_host(*MESSAGING)}: eval-harness finished: 3 of 3 suites passed, accuracy 0.871"
     with httpx.Client(base_url=base, timeout=5) as http:
         answer = http.post(f"/alert/{PING_KEY}", json={"text": text})
     print(f'  curl -d \'{{"text": "{text}"}}\' $NOTIFY_URL   → HTTP {answer.status_code}')
@@ -193,6 +186,8 @@ def _bash() -> str:
 def _kit_ends_a_job(demo: _Demo, base: str) -> None:
     """run.sh on the watched pod, DRY_RUN=1: the job ends, the kit tells the phone and the
     heartbeat, and says what it would destroy; nothing is uploaded or destroyed."""
+    from emulators.demo import KIT_ENV
+
     reason = _kit_missing()
     if reason is not None:
         print(f"  {reason}")
@@ -203,8 +198,7 @@ def _kit_ends_a_job(demo: _Demo, base: str) -> None:
         "HOME": tempfile.gettempdir(),
         "LANG": "C.UTF-8",
         "DRY_RUN": "1",
-        "RUNPOD_POD_ID": WATCHED_POD,
-        "RUNPOD_API_KEY": "pod-scoped-key-not-secret",
+        **KIT_ENV,
         "HEARTBEAT_URL": f"{base}/ping/{PING_KEY}",
         "NOTIFY_URL": f"{base}/alert/{PING_KEY}",
         "KEEP_FILE": str(Path(tempfile.gettempdir()) / "reaper-demo-keep"),
@@ -225,28 +219,36 @@ def _kit_ends_a_job(demo: _Demo, base: str) -> None:
     _print_alerts(demo.notifier.alerts[before:])
 
 
+def _host(provider: str, instance_id: str) -> str:
+    """The heartbeat host of a provider's instance, as the kit names it."""
+    return f"{plugin(provider).host_prefix}{instance_id}"
+
+
 async def _run(state_dir: Path) -> int:
-    from emulators import RunPodEmulator, VastEmulator
     from emulators.channels import RecordingNotifier
     from emulators.clock import FakeClock
+    from emulators.demo import extras
+    from emulators.fleet import EXAMPLE, load_fleet
 
     clock = FakeClock(DEMO_START)
-    with (
-        RunPodEmulator(
-            {"demo": "rp-demo-key-not-secret"}, now=clock.now, delete_linger_reads=1
-        ) as runpod,
-        VastEmulator(
-            {"demo": "vast-demo-key-not-secret"}, now=clock.now, delete_linger_reads=1
-        ) as vast,
-    ):
-        _fleet(runpod, vast)
+    classes = {p.name: wiring.emulator(p) for p in plugins()}
+    fleet = load_fleet(EXAMPLE, classes)
+    with ExitStack() as running:
+        emulators = {
+            name: running.enter_context(
+                emulator(fleet.sections[name].accounts, now=clock.now, delete_linger_reads=1)
+            )
+            for name, emulator in classes.items()
+        }
+        environment: dict[str, str] = {}
+        for name, started in emulators.items():
+            started.populate(fleet.sections[name])
+            keys = ",".join(f"{a}={key}" for a, key in fleet.sections[name].accounts.items())
+            environment |= started.environment(keys)
+        extras(emulators)
         settings = load_settings(
             {
-                "RUNPOD_API_KEY": "demo=rp-demo-key-not-secret",
-                "RUNPOD_API_URL": runpod.rest_url,
-                "RUNPOD_GRAPHQL_URL": runpod.graphql_url,
-                "VAST_API_KEY": "demo=vast-demo-key-not-secret",
-                "VAST_API_URL": vast.url,
+                **environment,
                 "REAPER_STATE": f"sqlite:///{state_dir / 'state.db'}",
                 "REAPER_PING_KEY": PING_KEY,
                 "REAPER_ADMIN_KEY": DEMO_ADMIN_KEY,
@@ -255,12 +257,17 @@ async def _run(state_dir: Path) -> int:
             },
             dotenv=None,
         )
+        notifier = RecordingNotifier()
         demo = _Demo(
-            settings=settings,
-            store=SQLiteStore(settings.state.location),
+            runtime=wiring.Runtime(
+                settings,
+                wiring.open_state(settings),
+                notifier=notifier,
+                clock=clock,
+                http=HttpOptions(timeout=5.0, backoff_base=0.05, backoff_cap=0.2),
+            ),
             clock=clock,
-            notifier=RecordingNotifier(),
-            options=HttpOptions(timeout=5.0, backoff_base=0.05, backoff_cap=0.2),
+            notifier=notifier,
             confirm=ConfirmOptions(attempts=5, backoff=0.05, max_delay=0.2),
         )
         worst = 0
@@ -294,7 +301,7 @@ async def _run(state_dir: Path) -> int:
                 ):
                     clock.set(at)
                     worst = max(worst, await demo.reap(number, title))
-            _summary(demo, runpod, vast)
+            _summary(demo, emulators)
         finally:
             demo.store.close()
         return worst
@@ -318,7 +325,7 @@ async def _scenes(demo: _Demo, base: str | None) -> None:
     _kit_ends_a_job(demo, base)
 
 
-def _summary(demo: _Demo, runpod: RunPodEmulator, vast: VastEmulator) -> None:
+def _summary(demo: _Demo, emulators: Mapping[str, Any]) -> None:
     _heading("reaper audit: every termination, why, and whether it was confirmed")
     records = demo.store.audit_log()
     rows = [
@@ -344,14 +351,15 @@ def _summary(demo: _Demo, runpod: RunPodEmulator, vast: VastEmulator) -> None:
     )
     saved = sum((r.cost_per_hour or 0.0) * HOURS_PER_MONTH for r in records if r.confirmed)
     print(
-        f"\nStorage stopped: about ${saved:.2f}/month. "
-        f"Mutating calls the emulators received: RunPod {len(runpod.mutations)}, "
-        f"Vast {len(vast.mutations)}. "
+        f"\nBilling stopped: about ${saved:.2f}/month. "
+        "Mutating calls the emulators received: "
+        + ", ".join(f"{label(name)} {len(e.mutations)}" for name, e in emulators.items())
+        + ". "
         f"Simulated time: {humanize(demo.clock.now() - DEMO_START)}."
     )
     print(
-        "Never touched: the running pods, the protected and locked pods, and the pod in a "
-        "state the reaper cannot read (MIGRATING → unknown: assume busy)."
+        "Never touched: the running instances, the protected and locked ones, and the pod in a"
+        " state the reaper cannot read (MIGRATING → unknown: assume busy)."
     )
     print(
         "Next: `reaper emulate` serves this fleet on loopback for `reaper reap`, `serve`,"

@@ -1,27 +1,36 @@
 """`reaper emulate`: a fake cloud on loopback, so anyone can try `reap`, `serve`, `watch`, `keep`
 and the status page without an account and without writing Python.
 
-It starts the RunPod and Vast emulators (the separate `emulators` distribution, installed by
-`make demo` and `make test`; never a dependency of the `reaper` package, so it is imported here,
-when the command runs) with a fleet from a small JSON file, prints the `export` lines that point
-reaper at them, and serves until Ctrl-C (or SIGTERM). The emulators keep their fleet in memory,
-on the real clock: a pod stopped now is due a day from now, as on the real providers.
+It starts every provider's emulator (the separate `emulators` distribution, installed by `make
+demo` and `make test`; never a dependency of the `reaper` package: each provider's plugin names
+its emulator, imported through `reaper.app.wiring` when the command runs) with a fleet from a
+small JSON file, prints the `export` lines that point reaper at them, and serves until Ctrl-C
+(or SIGTERM). The emulators keep their fleet in memory, on the real clock: a pod stopped now is
+due a day from now, as on the real providers — unless the fleet says it has been stopped for a
+while (`stopped_for`). No provider reports when an instance stopped, so that time is written
+into the emulated fleet's own state, as a pass would have recorded it had it been watching.
 """
 
 from __future__ import annotations
 
+import os
 import shlex
 import shutil
 import signal
 import sys
 import tempfile
 import threading
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
+from datetime import UTC, datetime
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
-from reaper.config import ConfigError
+from reaper.app import wiring
+from reaper.app.settings import load_settings
+from reaper.core.models import instance_key
+from reaper.providers.plugins import label, plugins
+from reaper.settings.parse import ConfigError
 
 if TYPE_CHECKING:
     from emulators.fleet import Fleet
@@ -32,35 +41,71 @@ NOT_INSTALLED = (
 )
 
 
-def _load(fleet_path: str | None) -> tuple[Fleet, Path]:
+def _emulators() -> dict[str, Any]:
+    """Each provider's emulator class, by provider name, in registry order."""
+    try:
+        return {provider.name: wiring.emulator(provider) for provider in plugins()}
+    except ImportError:
+        raise ConfigError("reaper emulate", NOT_INSTALLED) from None
+
+
+def _load(fleet_path: str | None, emulators: Mapping[str, Any]) -> tuple[Fleet, Path]:
     try:
         from emulators.fleet import EXAMPLE, FleetError, load_fleet
     except ImportError:
         raise ConfigError("reaper emulate", NOT_INSTALLED) from None
     path = Path(fleet_path) if fleet_path else EXAMPLE
     try:
-        return load_fleet(path), path
+        return load_fleet(path, emulators), path
     except FleetError as exc:
         raise ConfigError(str(path), str(exc)) from None
 
 
-def export_lines(fleet: Fleet, runpod_url: str, vast_url: str, state: Path | None) -> list[str]:
-    """The shell lines that point reaper at the emulators: URLs, the fleet's (fake) keys, and
-    a state of its own, so that the emulated fleet never mixes with a real one's records."""
+def export_lines(fleet: Fleet, emulators: Mapping[str, Any], state: Path | None) -> list[str]:
+    """The shell lines that point reaper at the (started) emulators: URLs, the fleet's (fake)
+    keys, and a state of its own, so that the emulated fleet never mixes with a real one's
+    records."""
 
     def keys(accounts: dict[str, str]) -> str:
         return ",".join(f"{name}={key}" for name, key in accounts.items())
 
-    values = {
-        "RUNPOD_API_URL": f"{runpod_url}/v2",
-        "RUNPOD_GRAPHQL_URL": f"{runpod_url}/graphql",
-        "RUNPOD_API_KEY": keys(fleet.runpod.accounts),
-        "VAST_API_URL": vast_url,
-        "VAST_API_KEY": keys(fleet.vast.accounts),
-    }
+    values: dict[str, str] = {}
+    for name, emulator in emulators.items():
+        values |= emulator.environment(keys(fleet.sections[name].accounts))
     if state is not None:
         values["REAPER_STATE"] = f"sqlite:///{state}"
     return [f"export {name}={shlex.quote(value)}" for name, value in values.items()]
+
+
+def seed_stopped_clocks(
+    fleet: Fleet, ids: Mapping[str, list[str]], state: Path, now: datetime
+) -> int:
+    """Write each `stopped_for` of the fleet into the state at `state` as the start of that
+    instance's stopped stretch (`ids`: the emulators' ids of each section's entries, in order);
+    how many were written."""
+    settings = load_settings({"REAPER_STATE": f"sqlite:///{state}"}, dotenv=None)
+    seeded = 0
+    with wiring.opened(settings) as runtime:
+        for name, section in fleet.sections.items():
+            for instance_id, age in zip(ids[name], section.stopped_for, strict=False):
+                if age is not None:
+                    runtime.store.start_stopped_clock(instance_key(name, instance_id), now - age)
+                    seeded += 1
+    return seeded
+
+
+def reaper_command() -> str:
+    """How to run reaper from here: `reaper` when that is on PATH and is this installation,
+    else this installation's own script (`.venv/bin/reaper` after `make demo`, which puts
+    nothing on PATH)."""
+    script = Path(sys.executable).parent / "reaper"
+    on_path = shutil.which("reaper")
+    if on_path is not None and (not script.exists() or Path(on_path).samefile(script)):
+        return "reaper"
+    if not script.exists():
+        return "reaper"
+    relative = os.path.relpath(script)
+    return relative if not relative.startswith("..") else str(script)
 
 
 @contextmanager
@@ -83,37 +128,46 @@ def _stopped_by_signals(stop: threading.Event) -> Iterator[None]:
 def emulate_command(
     *,
     fleet: str | None,
-    runpod_port: int = 0,
-    vast_port: int = 0,
+    ports: Mapping[str, int] | None = None,
     stop: threading.Event | None = None,
 ) -> int:
     """Serve until Ctrl-C/SIGTERM (or `stop`, for tests); 0 then, 1 when a port is taken,
-    2 for a bad fleet file or missing emulators."""
-    checked, path = _load(fleet)
-    from emulators import RunPodEmulator, VastEmulator
-    from emulators.fleet import populate
-
+    2 for a bad fleet file or missing emulators. `ports`: a provider's emulator's port by
+    provider name (any free one for the others)."""
+    classes = _emulators()
+    checked, path = _load(fleet, classes)
+    ports = ports or {}
     stop = stop or threading.Event()
-    runpod = RunPodEmulator(checked.runpod.accounts, port=runpod_port)
-    vast = VastEmulator(checked.vast.accounts, port=vast_port)
+    emulators = {
+        name: emulator(checked.sections[name].accounts, port=ports.get(name, 0))
+        for name, emulator in classes.items()
+    }
     state_dir = Path(tempfile.mkdtemp(prefix="reaper-emulate-"))
     try:
         with _stopped_by_signals(stop):
-            for emulator, port in ((runpod, runpod_port), (vast, vast_port)):
+            for name, emulator in emulators.items():
                 try:
                     emulator.start()
                 except OSError as exc:
                     reason = exc.strerror or str(exc)
+                    port = ports.get(name, 0)
                     print(f"reaper: cannot listen on 127.0.0.1:{port}: {reason}", file=sys.stderr)
                     return 1
-            populate(checked, runpod, vast)
-            pods, instances = checked.size
-            print(
-                f"# reaper emulate: RunPod on {runpod.url}, Vast on {vast.url}; {pods} pods and"
-                f" {instances} instances from {path.name}. Fake keys; nothing leaves this machine."
+            now = datetime.now(UTC)
+            ids = {name: e.populate(checked.sections[name]) for name, e in emulators.items()}
+            seed_stopped_clocks(checked, ids, state_dir / "state.db", now)
+            where = ", ".join(f"{label(name)} on {e.url}" for name, e in emulators.items())
+            sizes = " and ".join(
+                f"{len(checked.sections[name].entries)} {e.FLEET_LIST}"
+                for name, e in emulators.items()
             )
-            print("# In another shell, paste these lines, then try: reaper reap --dry-run")
-            for line in export_lines(checked, runpod.url, vast.url, state_dir / "state.db"):
+            print(
+                f"# reaper emulate: {where}; {sizes} from {path.name}. Fake keys; nothing leaves"
+                " this machine."
+            )
+            command = reaper_command()
+            print(f"# In another shell, paste these lines, then try: {command} reap --dry-run")
+            for line in export_lines(checked, emulators, state_dir / "state.db"):
                 print(line)
             print("# Ctrl-C stops the emulators (their fleet and this state go with them).")
             sys.stdout.flush()
@@ -122,6 +176,6 @@ def emulate_command(
         print("reaper: emulators stopped", file=sys.stderr)
         return 0
     finally:
-        runpod.stop()
-        vast.stop()
+        for emulator in emulators.values():
+            emulator.stop()
         shutil.rmtree(state_dir, ignore_errors=True)

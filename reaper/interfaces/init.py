@@ -12,9 +12,8 @@ from __future__ import annotations
 
 import secrets
 
-from reaper.channels.registry import CHANNELS
-from reaper.config import Settings, plugin_settings
-from reaper.providers.registry import PROVIDERS
+from reaper.app.settings import channel_readers, provider_readers
+from reaper.settings.model import Settings
 
 # 24 random bytes: 32 characters of URL-safe base64 (keys travel in URL paths).
 KEY_BYTES = 24
@@ -34,12 +33,11 @@ def skeleton(settings: Settings) -> str:
         "# .env beside where you run reaper (or as SSM parameters on AWS: README, Deploy).",
         "",
         "# Provider accounts, at least one. Several: name=key,name2=key2",
-        *(f"{plugin_settings(path).key_variable}=" for path in PROVIDERS.values()),
+        *(f"{reader.key_variable}=" for reader in provider_readers()),
         "",
         "# Where alerts reach you, at least one (a termination needs a warning a person saw)",
     ]
-    for path in CHANNELS.values():
-        reader = plugin_settings(path)
+    for reader in channel_readers():
         if reader.channel_variables:
             lines += [f"{name.strip()}=" for name in reader.channel_variables.split(" and ")]
     lines += [

@@ -11,8 +11,8 @@ import json
 import sys
 from datetime import timedelta
 
+from reaper.app import wiring
 from reaper.clock import Clock, SystemClock
-from reaper.config import ConfigError, Settings
 from reaper.core.heartbeat import HOST_RULE, valid_host
 from reaper.core.monitors import SettingsChange
 from reaper.core.units import humanize, iso
@@ -25,6 +25,8 @@ from reaper.passes.monitors import (
     mute_monitor,
     pause_monitor,
 )
+from reaper.settings.model import Settings
+from reaper.settings.parse import ConfigError
 
 EXIT_OK = 0
 EXIT_ATTENTION = 1
@@ -46,10 +48,9 @@ def _missing(host: str) -> int:
 
 
 def monitor_list(settings: Settings, *, json_output: bool, clock: Clock | None = None) -> int:
-    from reaper.store import opened_store
-
     now = (clock or SystemClock()).now()
-    with opened_store(settings.state, read_only=True, existing=True) as store:
+    with wiring.opened(settings, read_only=True, existing=True) as runtime:
+        store = runtime.store
         monitors = store.list_monitors()
     if json_output:
         data = {
@@ -65,11 +66,10 @@ def monitor_list(settings: Settings, *, json_output: bool, clock: Clock | None =
 def monitor_log(
     settings: Settings, host: str, *, json_output: bool, clock: Clock | None = None
 ) -> int:
-    from reaper.store import opened_store
-
     host = _checked(host)
     now = (clock or SystemClock()).now()
-    with opened_store(settings.state, read_only=True, existing=True) as store:
+    with wiring.opened(settings, read_only=True, existing=True) as runtime:
+        store = runtime.store
         monitor = store.get_monitor(host)
         events = store.monitor_log(host) if monitor is not None else []
     if monitor is None:
@@ -91,8 +91,6 @@ def monitor_set(
 ) -> int:
     """`timeout`/`grace`: None (not given) leaves one as it is, "default" resets it.
     A host without a monitor gets one (under REAPER_MAX_MONITORS)."""
-    from reaper.store import opened_store
-
     host = _checked(host)
     now = (clock or SystemClock()).now()
     values: dict[str, timedelta | None] = {}
@@ -100,7 +98,8 @@ def monitor_set(
         if value is not None:
             values[name] = None if isinstance(value, str) else value
     change = SettingsChange(at=now, given=frozenset(values), **values)  # type: ignore[arg-type]
-    with opened_store(settings.state) as store:
+    with wiring.opened(settings) as runtime:
+        store = runtime.store
         changed = change_monitor(settings, store, host, change, _asker())
     if changed.monitor is None:
         print(f"reaper: {changed.refused}", file=sys.stderr)
@@ -117,11 +116,10 @@ def monitor_set(
 def monitor_pause(
     settings: Settings, host: str, *, paused: bool, clock: Clock | None = None
 ) -> int:
-    from reaper.store import opened_store
-
     host = _checked(host)
     now = (clock or SystemClock()).now()
-    with opened_store(settings.state) as store:
+    with wiring.opened(settings) as runtime:
+        store = runtime.store
         found = pause_monitor(store, host, paused=paused, at=now, asker=_asker())
     if not found:
         return _missing(host)
@@ -136,12 +134,11 @@ def monitor_mute(
     settings: Settings, host: str, *, duration: timedelta | None, clock: Clock | None = None
 ) -> int:
     """`duration` None unmutes."""
-    from reaper.store import opened_store
-
     host = _checked(host)
     now = (clock or SystemClock()).now()
     until = None if duration is None else now + duration
-    with opened_store(settings.state) as store:
+    with wiring.opened(settings) as runtime:
+        store = runtime.store
         found = mute_monitor(store, host, until=until, at=now, asker=_asker())
     if not found:
         return _missing(host)
@@ -153,11 +150,10 @@ def monitor_mute(
 
 
 def monitor_delete(settings: Settings, host: str, *, clock: Clock | None = None) -> int:
-    from reaper.store import opened_store
-
     host = _checked(host)
     now = (clock or SystemClock()).now()
-    with opened_store(settings.state) as store:
+    with wiring.opened(settings) as runtime:
+        store = runtime.store
         found = delete_monitor(store, host, at=now, asker=_asker())
     if not found:
         return _missing(host)

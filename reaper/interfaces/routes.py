@@ -13,11 +13,12 @@ from datetime import datetime, timedelta
 from typing import TYPE_CHECKING, Any
 
 from reaper import log
+from reaper.app import wiring
 from reaper.core import messages
 from reaper.core.heartbeat import valid_host
 from reaper.core.models import Alert, AlertLevel
 from reaper.core.monitors import BadSetting, parse_change
-from reaper.interfaces.http import (
+from reaper.interfaces.api import (
     INVALID_HOST,
     MAX_BODY,
     App,
@@ -173,9 +174,7 @@ async def status(request: Request, app: App, params: Params) -> Response:
 
 def act_context(app: App) -> ActContext:
     """What an action from the phone needs, from the process's App."""
-    from reaper.passes.act import ActContext
-
-    return ActContext(app.settings, app.store, app.notifier, app.clock, http=app.act_http)
+    return wiring.act_context(app.settings, app.store, app.notifier, app.clock, http=app.act_http)
 
 
 async def act(request: Request, app: App, params: Params) -> Response:

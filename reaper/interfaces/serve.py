@@ -38,25 +38,20 @@ from typing import Any
 import uvicorn
 
 from reaper import log
-from reaper.channels.base import Notifier
+from reaper.app import wiring
+from reaper.channels.base import Notifier, channels_configured
 from reaper.clock import Clock, SystemClock
-from reaper.config import ConfigError, Settings, weak_key
 from reaper.core.units import humanize
-from reaper.interfaces.http import (
-    MAX_BODY,
-    REQUEST_CHANNEL_OPTIONS,
-    App,
-    Limits,
-    Request,
-    Response,
-    handle,
-    redact_path,
-)
+from reaper.interfaces.api import MAX_BODY, REQUEST_CHANNEL_OPTIONS, App, Limits, Request, Response
+from reaper.interfaces.http import handle, redact_path
 from reaper.passes.deadline import BACKSTOP_GRACE, pass_seconds
+from reaper.passes.digest import digest_once
 from reaper.passes.watch import watch_pass
 from reaper.providers.base import ProviderClient
-from reaper.store.base import Store
+from reaper.settings.model import Settings, weak_key
+from reaper.settings.parse import ConfigError
 from reaper.store.failure import StoreHealth, failure_alert, store_failure
+from reaper.store.ports import Store
 from reaper.store.sqlite import SQLiteStore, StoreSchemaError
 
 Scope = MutableMapping[str, Any]
@@ -199,6 +194,7 @@ def serve_jobs(
     episode, shared with the HTTP API."""
     listening_since = clock.now()
     health = health or StoreHealth()
+    runtime = wiring.Runtime(settings, store, notifier=notifier, clock=clock)
 
     async def watch() -> None:
         await watch_pass(settings, store, notifier, clock, clients, listening_since=listening_since)
@@ -207,23 +203,19 @@ def serve_jobs(
     if settings.accounts:
 
         async def reap() -> None:
-            from reaper.passes.reap import reap_once
-
             # A backstop beyond the pass's own deadline: a pass never holds the schedule (and
             # its lease) for ever, whatever it waits on.
             limit = pass_seconds(settings.pass_deadline) + BACKSTOP_GRACE
             backstop = asyncio.timeout(limit)
             try:
                 async with backstop:
-                    await reap_once(settings, store, notifier, clock)
+                    await wiring.reap_once(runtime)
             except TimeoutError:
                 if not backstop.expired():
                     raise
                 log.event("reap", result="error", error=f"the pass was stopped after {limit:g} s")
 
         async def digest() -> None:
-            from reaper.passes.digest import digest_once
-
             # digest_once sends at most one digest a day, so a restart does not send another.
             await digest_once(settings, store, notifier, clock, clients=clients)
 
@@ -252,9 +244,8 @@ def press_jobs(settings: Settings, store: Store, notifier: Notifier, clock: Cloc
         return []
     from reaper.channels.telegram_bot import TelegramBot
     from reaper.interfaces.presses import Poller
-    from reaper.passes.act import ActContext
 
-    poller = Poller(ActContext(settings, store, notifier, clock), TelegramBot(telegram))
+    poller = Poller(wiring.act_context(settings, store, notifier, clock), TelegramBot(telegram))
     return [Job("telegram", timedelta(seconds=30), poller.run, on_stop=poller.interrupt)]
 
 
@@ -551,7 +542,7 @@ def _announce(settings: Settings, host: str, port: int, channels: Sequence[str])
     reaping = (
         f"every {humanize(settings.reap_every)}"
         if settings.accounts
-        else "off (no RUNPOD_API_KEY / VAST_API_KEY set)"
+        else f"off (no {' / '.join(settings.key_variables)} set)"
     )
     log.event(
         "serve",
@@ -589,28 +580,24 @@ def serve_command(settings: Settings, host: str, port: int) -> int:
     if (weak := weak_key(settings)) is not None:
         raise weak
     log.route_uvicorn()
-    from reaper.channels.base import channels_configured
-    from reaper.channels.fanout import make_notifier
-    from reaper.providers.plugins import make_clients
-    from reaper.store import open_store
-
     try:
         sock = bind_socket(host, port)
     except OSError as exc:
         print(f"reaper: cannot listen on {host}:{port}: {exc.strerror or exc}", file=sys.stderr)
         return 1
     try:
-        store = open_store(settings.state)
+        store = wiring.open_state(settings)
     except (OSError, sqlite3.Error, StoreSchemaError) as exc:
         sock.close()
         raise ConfigError("REAPER_STATE", f"cannot open {settings.state.location}: {exc}") from None
     clock = SystemClock()
     # The schedules wait for a slow channel (nobody waits on them); requests do not: the
     # kit's curl gives up after 5 s, and /alert must answer with the result per channel.
-    notifier: Notifier = make_notifier(settings)
-    request_notifier: Notifier = make_notifier(settings, options=REQUEST_CHANNEL_OPTIONS)
+    runtime = wiring.Runtime(settings, store, clock=clock)
+    notifier: Notifier = runtime.notifier
+    request_notifier: Notifier = wiring.make_notifier(settings, options=REQUEST_CHANNEL_OPTIONS)
     channels: list[str] = list(channels_configured(settings))
-    clients: list[ProviderClient] = list(make_clients(settings)) if settings.accounts else []
+    clients: list[ProviderClient] = runtime.make_clients() if settings.accounts else []
     health = StoreHealth()
 
     async def close_clients() -> None:

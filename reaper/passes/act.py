@@ -18,7 +18,7 @@ conditional write), and every action is an `ActionRecord` naming who asked.
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from typing import Literal
@@ -26,7 +26,6 @@ from typing import Literal
 from reaper import log
 from reaper.channels.base import Notifier
 from reaper.clock import Clock
-from reaper.config import Settings
 from reaper.core import messages
 from reaper.core.models import (
     ActionGrant,
@@ -38,8 +37,9 @@ from reaper.core.models import (
 from reaper.passes.arm import CALLBACK_PREFIX, grant_id, mint, valid_token
 from reaper.passes.context import Context
 from reaper.passes.reap import ConfirmOptions, RequestOutcome, request_pass
-from reaper.providers.http import HttpOptions
-from reaper.store.base import Store
+from reaper.providers.base import ProviderClient
+from reaper.settings.model import Settings
+from reaper.store.ports import Store
 
 # A second press confirms "terminate now" within this (never past the first button's expiry).
 CONFIRM_TTL = timedelta(minutes=10)
@@ -50,10 +50,6 @@ REQUEST_TTL = timedelta(hours=24)
 # answer, and a Lambda request has 10 s. A slower provider is confirmed by the next reap pass
 # (its reconciliation of unconfirmed audit records).
 ACT_CONFIRM = ConfirmOptions(attempts=4, first_delay=0.0, backoff=0.5, max_delay=2.0)
-# The provider calls of that pass are request-sized too: short time-outs, one retry.
-ACT_HTTP = HttpOptions(
-    timeout=4.0, max_attempts=2, backoff_base=0.25, backoff_cap=1.0, retry_after_cap=2.0
-)
 
 Sleep = Callable[[float], Awaitable[None]]
 
@@ -84,14 +80,15 @@ class Outcome:
 
 @dataclass
 class ActContext:
-    """What carrying out an action needs. `http`: the provider clients' options (None:
-    ACT_HTTP); `confirm`: how long the request's own pass waits for the re-list."""
+    """What carrying out an action needs. `clients`: fresh provider clients for a "terminate
+    now" pass (it closes them; `reaper.app.wiring.act_context` makes them request-sized);
+    `confirm`: how long the request's own pass waits for the re-list."""
 
     settings: Settings
     store: Store
     notifier: Notifier
     clock: Clock
-    http: HttpOptions | None = None
+    clients: Callable[[], Sequence[ProviderClient]]
     confirm: ConfirmOptions = ACT_CONFIRM
     sleep: Sleep = field(default=asyncio.sleep, repr=False)
 
@@ -208,8 +205,6 @@ def _mute(store: Store, action: PhoneAction, actor: Actor, now: datetime) -> Out
 
 async def _terminate(ctx: ActContext, action: PhoneAction, actor: Actor, now: datetime) -> Outcome:
     """Record the request, then run its pass at once with fresh provider clients."""
-    from reaper.providers.plugins import make_clients
-
     [key] = action.targets
     settings = ctx.settings
     ctx.store.request_termination(
@@ -222,7 +217,7 @@ async def _terminate(ctx: ActContext, action: PhoneAction, actor: Actor, now: da
             stretch=action.stretch,
         )
     )
-    clients = make_clients(settings, ctx.http or ACT_HTTP)
+    clients = ctx.clients()
     try:
         context = Context.make(settings, ctx.store, clients, ctx.notifier, ctx.clock)
         result = await request_pass(context, key, confirm=ctx.confirm, sleep=ctx.sleep)

@@ -5,9 +5,9 @@ arming mints a random token per handle, stores its grant under the token's SHA-2
 store never holds a token that could act) and puts the token where the channels look for it —
 `callback` for an in-chat button, `link` for a per-action link to `/act/<token>`, `Alert.menu`
 for one page offering them all. Only what some configured channel can show is minted (its
-plugin's `ActionSlots`), and links only with REAPER_PUBLIC_URL: without it, the channels that
-need a link offer no action at all. Arming never holds an alert back: if the store fails, the
-alert goes out without its actions.
+plugin's `ActionSlots`, as the notifier reports them together), and links only with
+REAPER_PUBLIC_URL: without it, the channels that need a link offer no action at all. Arming
+never holds an alert back: if the store fails, the alert goes out without its actions.
 """
 
 from __future__ import annotations
@@ -19,10 +19,9 @@ from datetime import datetime, timedelta
 
 from reaper import log
 from reaper.channels.base import ActionSlots
-from reaper.channels.fanout import channel_plugin
-from reaper.config import Settings
 from reaper.core.models import ActionGrant, Alert, PhoneAction
-from reaper.store.base import Store
+from reaper.settings.model import Settings
+from reaper.store.ports import Store
 
 # How long a button or an action link can be used.
 GRANT_TTL = timedelta(hours=24)
@@ -79,26 +78,16 @@ def mint(
     return token
 
 
-def slots(settings: Settings) -> ActionSlots:
-    """What the configured channels can show, together."""
-    configured = [channel_plugin(c.channel).actions for c in settings.channels]
-    return ActionSlots(
-        buttons=max((s.buttons for s in configured), default=0),
-        links=max((s.links for s in configured), default=0),
-        menu=any(s.menu for s in configured),
-    )
-
-
 def action_link(settings: Settings, token: str) -> str:
     assert settings.public_url is not None
     return f"{settings.public_url}/act/{token}"
 
 
-def arm(alert: Alert, store: Store, settings: Settings, now: datetime) -> Alert:
-    """The alert with handles on its actions (see the module docstring)."""
+def arm(alert: Alert, store: Store, settings: Settings, now: datetime, room: ActionSlots) -> Alert:
+    """The alert with handles on its actions (see the module docstring); `room`: what the
+    configured channels can show of them, together (the notifier's `actions`)."""
     if not alert.actions:
         return alert
-    room = slots(settings)
     public = settings.public_url
     armed: list[PhoneAction] = []
     choices: list[PhoneAction] = []
@@ -121,10 +110,12 @@ def arm(alert: Alert, store: Store, settings: Settings, now: datetime) -> Alert:
     return alert.model_copy(update={"actions": tuple(armed), "menu": menu})
 
 
-def arm_safely(alert: Alert, store: Store, settings: Settings, now: datetime) -> Alert:
+def arm_safely(
+    alert: Alert, store: Store, settings: Settings, now: datetime, room: ActionSlots
+) -> Alert:
     """`arm`, or the alert without actions when the store fails: the notice matters more."""
     try:
-        return arm(alert, store, settings, now)
+        return arm(alert, store, settings, now, room)
     except Exception as exc:
         log.event("arm", alert_event=alert.event, result="error", error=type(exc).__name__)
         return alert.model_copy(update={"actions": (), "menu": None})

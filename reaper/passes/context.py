@@ -3,7 +3,8 @@
 A pass reads the providers, the store and the clock, decides with the pure core, and then acts
 — writes to the store, sends alerts, deletes instances — only through `ctx.effects` (the store
 a pass writes to is `ctx.store`, which the effects chose). A dry run is the same pass with
-`DryRunEffects`: its store forwards reads and records writes instead of making them, its alerts
+`DryRunEffects`: its store (`reaper.store.recording`) forwards reads and records writes instead
+of making them, its alerts
 and deletes are recorded and never sent. So a dry run is a way of running a pass, not a branch
 in every step of it, and what it would have done is in `effects.recorded`.
 """
@@ -11,34 +12,20 @@ in every step of it, and what it would have done is in `effects.recorded`.
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field
-from datetime import datetime, timedelta
+from dataclasses import dataclass
 from typing import Literal
 
-from reaper.channels.base import Notifier
+from reaper.channels.base import Notifier, SilentNotifier
 from reaper.clock import Clock
-from reaper.config import Settings
 from reaper.core.models import (
-    ActionGrant,
-    ActionRecord,
     Alert,
-    AuditRecord,
     Delivery,
-    Episode,
-    History,
-    KeptInstance,
-    Listing,
-    Monitor,
-    PingEvent,
-    ReapRun,
-    TerminationRequest,
-    WarningRecord,
 )
-from reaper.core.monitors import SettingsChange, apply_change
-from reaper.core.snapshot import Snapshot
 from reaper.passes.arm import arm_safely
 from reaper.providers.base import ProviderClient, TerminateOutcome
-from reaper.store.base import Lease, Store
+from reaper.settings.model import Settings
+from reaper.store.ports import Store
+from reaper.store.recording import RecordingStore
 
 # What a delete answered, or that a dry run did not send it.
 DeleteOutcome = TerminateOutcome | Literal["dry_run"]
@@ -76,7 +63,7 @@ class DryRunEffects(Effects):
 
     def __init__(self, store: Store) -> None:
         self.recorded: list[str] = []
-        super().__init__(RecordingStore(store, self.recorded), _NoNotifier())
+        super().__init__(RecordingStore(store, self.recorded), SilentNotifier())
 
     async def send(self, alert: Alert) -> list[Delivery]:
         self.recorded.append(f"alert {alert.event}: {alert.title}")
@@ -92,205 +79,6 @@ class DryRunEffects(Effects):
     ) -> DeleteOutcome:
         self.recorded.append(f"delete {client.provider}:{instance_id}")
         return "dry_run"
-
-
-class _NoNotifier:
-    async def send(self, alert: Alert) -> list[Delivery]:
-        return []
-
-
-@dataclass
-class RecordingStore:
-    """A `Store` whose reads go to `inner` and whose writes are only recorded: what a dry run
-    writes to. Each write answers as it would on an empty slate (a lease is taken, an alert is
-    claimed, an episode opens), so the pass follows the path it would follow for real."""
-
-    inner: Store
-    recorded: list[str] = field(default_factory=list)
-    read_only: bool = True
-
-    def _write(self, what: str) -> None:
-        self.recorded.append(f"store {what}")
-
-    # --- reads ---------------------------------------------------------------------------
-    def history(self) -> History:
-        return self.inner.history()
-
-    def audit_log(self, since: datetime | None = None) -> list[AuditRecord]:
-        return self.inner.audit_log(since)
-
-    def last_reap(self) -> ReapRun | None:
-        return self.inner.last_reap()
-
-    def listings(self) -> list[Listing]:
-        return self.inner.listings()
-
-    def get_monitor(self, host: str) -> Monitor | None:
-        return self.inner.get_monitor(host)
-
-    def list_monitors(self) -> list[Monitor]:
-        return self.inner.list_monitors()
-
-    def open_episodes(self, prefix: str = "") -> list[Episode]:
-        return self.inner.open_episodes(prefix)
-
-    # --- writes, recorded ------------------------------------------------------------------
-    def start_stopped_clock(
-        self, key: str, at: datetime, *, started_at: datetime | None = None
-    ) -> None:
-        self._write(f"start_stopped_clock {key}")
-
-    def reset_stopped_clock(self, key: str) -> None:
-        self._write(f"reset_stopped_clock {key}")
-
-    def mark_missing(self, key: str, at: datetime) -> None:
-        self._write(f"mark_missing {key}")
-
-    def clear_missing(self, key: str) -> None:
-        self._write(f"clear_missing {key}")
-
-    def record_warning(self, key: str, warning: WarningRecord) -> None:
-        self._write(f"record_warning {key}")
-
-    def mark_warning_held(self, key: str, warned_at: datetime, at: datetime) -> bool:
-        self._write(f"mark_warning_held {key}")
-        return key in self.inner.history().warnings
-
-    def keep(self, kept: KeptInstance) -> None:
-        self._write(f"keep {kept.key}")
-
-    def unkeep(self, key: str) -> bool:
-        self._write(f"unkeep {key}")
-        return key in self.inner.history().kept
-
-    def acquire_lease(self, name: str, owner: str, now: datetime, ttl: timedelta) -> bool:
-        return True
-
-    def renew_lease(self, name: str, owner: str, now: datetime, ttl: timedelta) -> bool:
-        return True
-
-    def release_lease(self, name: str, owner: str) -> None:
-        return None
-
-    def lease_holder(self, name: str) -> Lease | None:
-        return self.inner.lease_holder(name)
-
-    def record_termination(self, record: AuditRecord) -> None:
-        self._write(f"record_termination {record.key} {record.result}")
-
-    def record_reap(self, run: ReapRun) -> None:
-        self._write("record_reap")
-
-    def record_listing(self, listing: Listing) -> None:
-        self._write(f"record_listing {listing.provider}:{listing.account}")
-
-    def put_monitor(self, monitor: Monitor) -> None:
-        self._write(f"put_monitor {monitor.host}")
-
-    def create_monitor(self, monitor: Monitor, limit: int) -> bool:
-        self._write(f"create_monitor {monitor.host}")
-        return True
-
-    def delete_monitor(self, host: str) -> None:
-        self._write(f"delete_monitor {host}")
-
-    def delete_retired(self, before: datetime, keep: int) -> int:
-        return 0
-
-    def claim_alert(self, key: str, now: datetime, window: timedelta) -> bool:
-        return True
-
-    def open_episode(self, key: str, at: datetime, detail: str = "") -> Episode:
-        for episode in self.inner.open_episodes(key):
-            if episode.key == key:
-                return episode
-        self._write(f"open_episode {key}")
-        return Episode(key=key, opened_at=at, detail=detail)
-
-    def mark_episode_alerted(self, key: str, at: datetime, detail: str | None = None) -> None:
-        self._write(f"mark_episode_alerted {key}")
-
-    def close_episode(self, key: str) -> Episode | None:
-        found = [e for e in self.inner.open_episodes(key) if e.key == key]
-        if found:
-            self._write(f"close_episode {key}")
-        return found[0] if found else None
-
-    def close(self) -> None:
-        self.inner.close()
-
-    # --- the status page ----------------------------------------------------------------
-    def snapshots(self, since: datetime) -> list[Snapshot]:
-        return self.inner.snapshots(since)
-
-    def record_snapshot(self, snapshot: Snapshot) -> None:
-        self._write("record_snapshot")
-
-    def record_login_token(self, token_hash: str, expires_at: datetime) -> None:
-        self._write("record_login_token")
-
-    def use_login_token(self, token_hash: str, now: datetime) -> bool:
-        return False
-
-    # --- actions from the phone ------------------------------------------------------------
-    def get_grant(self, grant_id: str) -> ActionGrant | None:
-        return self.inner.get_grant(grant_id)
-
-    def action_log(self, since: datetime | None = None) -> list[ActionRecord]:
-        return self.inner.action_log(since)
-
-    def termination_requests(self, now: datetime) -> list[TerminationRequest]:
-        return self.inner.termination_requests(now)
-
-    def add_grant(self, grant: ActionGrant) -> None:
-        self._write("add_grant")
-
-    def use_grant(self, grant_id: str, now: datetime) -> bool:
-        self._write("use_grant")
-        return True
-
-    def record_action(self, record: ActionRecord) -> None:
-        self._write(f"record_action {record.kind}")
-
-    def request_termination(self, request: TerminationRequest) -> None:
-        self._write(f"request_termination {request.key}")
-
-    def end_termination_request(self, key: str) -> None:
-        self._write(f"end_termination_request {key}")
-
-    # --- monitor settings, pause, mute and the ping log -----------------------------------
-    def monitor_log(self, host: str) -> list[PingEvent]:
-        return self.inner.monitor_log(host)
-
-    def set_monitor_settings(self, host: str, change: SettingsChange) -> Monitor | None:
-        self._write(f"set_monitor_settings {host} {','.join(sorted(change.given))}")
-        current = self.inner.get_monitor(host)
-        return None if current is None else apply_change(current, change)
-
-    def pause_monitor(self, host: str, paused: bool, at: datetime) -> bool:
-        self._write(f"pause_monitor {host} {paused}")
-        return self.inner.get_monitor(host) is not None
-
-    def mute_monitor(self, host: str, until: datetime | None) -> bool:
-        self._write(f"mute_monitor {host}")
-        return self.inner.get_monitor(host) is not None
-
-    def log_event(self, host: str, event: PingEvent) -> None:
-        self._write(f"log_event {host} {event.seq}")
-
-    def put_monitor_logged(self, monitor: Monitor, event: PingEvent) -> None:
-        self._write(f"put_monitor {monitor.host}")
-        self._write(f"log_event {monitor.host} {event.seq}")
-
-    # --- sessions of the status page ------------------------------------------------------
-    def start_session(self, session_id: str, started_at: datetime, expires_at: datetime) -> None:
-        self._write("start_session")
-
-    def session_active(self, session_id: str, now: datetime) -> bool:
-        return self.inner.session_active(session_id, now)
-
-    def end_session(self, session_id: str) -> None:
-        self._write("end_session")
 
 
 @dataclass
@@ -327,7 +115,8 @@ class Context:
         """Send an alert through the effects, its actions armed first (`passes.arm`); a dry
         run arms nothing, since arming stores grants."""
         if self.effects.live:
-            alert = arm_safely(alert, self.store, self.settings, self.clock.now())
+            room = self.notifier.actions
+            alert = arm_safely(alert, self.store, self.settings, self.clock.now(), room)
         return await self.effects.send(alert)
 
     def client(self, provider: str, account: str) -> ProviderClient | None:

@@ -28,7 +28,7 @@ from typing import TYPE_CHECKING
 
 from reaper.core.heartbeat import valid_host
 from reaper.core.monitors import FAILURE_WINDOW, SettingsChange
-from reaper.store.base import Store
+from reaper.store.ports import Store
 
 if TYPE_CHECKING:
     from reaper.core.models import Alert

@@ -4,14 +4,12 @@ pure (`reaper.core.digest`)."""
 
 from __future__ import annotations
 
-import asyncio
 from collections.abc import Sequence
 from datetime import datetime, timedelta
 
 from reaper import log
 from reaper.channels.base import Notifier
 from reaper.clock import Clock
-from reaper.config import Settings
 from reaper.core.digest import (
     DIGEST_WINDOW,
     Digest,
@@ -23,9 +21,9 @@ from reaper.core.digest import (
 from reaper.core.leaks import LEAK_PREFIX
 from reaper.passes.observe import observe, read_extras
 from reaper.providers.base import ProviderClient
-from reaper.providers.http import HttpOptions
 from reaper.providers.plugins import label
-from reaper.store.base import Store
+from reaper.settings.model import Settings
+from reaper.store.ports import Store
 
 # A second digest within this gap (a restarted `serve`, a retried Lambda) is skipped.
 DIGEST_MIN_GAP = timedelta(hours=20)
@@ -67,31 +65,13 @@ async def collect(
     )
 
 
-async def with_clients(
-    settings: Settings,
-    store: Store,
-    clients: Sequence[ProviderClient] | None,
-    now: datetime,
-    http_options: HttpOptions | None = None,
-) -> Digest:
-    """`collect`, with clients made from the settings (and closed) unless some are given."""
-    from reaper.providers.plugins import make_clients
-
-    own = list(make_clients(settings, http_options)) if clients is None else None
-    try:
-        return await collect(settings, store, own or clients or [], now)
-    finally:
-        if own:
-            await asyncio.gather(*(c.aclose() for c in own), return_exceptions=True)
-
-
 async def digest_once(
     settings: Settings,
     store: Store,
     notifier: Notifier,
     clock: Clock,
     *,
-    clients: Sequence[ProviderClient] | None = None,
+    clients: Sequence[ProviderClient],
 ) -> int:
     """The scheduled daily digest (`serve`, Lambda). At most one per DIGEST_MIN_GAP per store,
     so a restarted server or a retried invocation does not send it twice. Never raises for an
@@ -100,7 +80,7 @@ async def digest_once(
     if not store.claim_alert("digest", now, DIGEST_MIN_GAP):
         log.event("digest", result="skipped", reason="sent within the last 20h")
         return 0
-    digest = await with_clients(settings, store, clients, now)
+    digest = await collect(settings, store, clients, now)
     deliveries = await notifier.send(digest_alert(digest))
     log.event(
         "digest",

@@ -8,7 +8,7 @@ from datetime import datetime
 
 from reaper.core.models import ActionRecord, KeptInstance
 from reaper.core.units import iso
-from reaper.store.base import Store
+from reaper.store.ports import Store
 
 
 def keep(

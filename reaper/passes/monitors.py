@@ -16,11 +16,11 @@ from dataclasses import dataclass
 from datetime import datetime
 
 from reaper import log
-from reaper.config import Settings
 from reaper.core.models import ActionKind, ActionRecord, Monitor
 from reaper.core.monitors import SettingsChange, apply_change, describe_change
 from reaper.passes import correlate
-from reaper.store.base import Store
+from reaper.settings.model import Settings
+from reaper.store.ports import Store
 
 
 @dataclass(frozen=True)

@@ -18,8 +18,7 @@ from dataclasses import dataclass, field
 from reaper import log
 from reaper.core.models import AccountError, Balance, BilledDay, Instance, Volume
 from reaper.passes.deadline import PassDeadline
-from reaper.providers.base import ProviderClient, ProviderError, error_text
-from reaper.providers.parsing import merge_duplicates
+from reaper.providers.base import ProviderClient, ProviderError, error_text, merge_duplicates
 
 # How much of the providers' own billing history a pass reads: the status page's longest chart.
 BILLING_DAYS = 30

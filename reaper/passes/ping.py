@@ -12,12 +12,12 @@ from typing import TYPE_CHECKING
 
 from reaper import log
 from reaper.clock import Clock
-from reaper.config import Settings
 from reaper.core.heartbeat import Ping, Transition, apply_log, apply_ping, failing
 from reaper.core.records import Monitor
 from reaper.passes import correlate
 from reaper.providers.plugins import provider_host
-from reaper.store.base import Store
+from reaper.settings.model import Settings
+from reaper.store.ports import Store
 
 if TYPE_CHECKING:
     from reaper.channels.base import Notifier

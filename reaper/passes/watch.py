@@ -43,7 +43,6 @@ from typing import Literal
 from reaper import log
 from reaper.channels.base import Notifier
 from reaper.clock import Clock
-from reaper.config import Settings
 from reaper.core import messages
 from reaper.core.models import AccountError, Alert, Instance, Monitor, ReapRun
 from reaper.core.monitors import down_after, heard_or_resumed, muted
@@ -54,7 +53,8 @@ from reaper.passes.context import Context
 from reaper.passes.observe import observe
 from reaper.passes.ping import UNDELIVERED_ALERT, cross_checkable, prune_retired
 from reaper.providers.base import ProviderClient
-from reaper.store.base import Store
+from reaper.settings.model import Settings
+from reaper.store.ports import Store
 
 # More alerts than this in one watch pass are folded into one summary alert.
 STORM_LIMIT = 20

@@ -26,7 +26,6 @@ from __future__ import annotations
 import asyncio
 import functools
 import json
-import random
 import ssl
 import time
 from collections.abc import AsyncIterator, Awaitable, Callable, Collection, Mapping
@@ -41,56 +40,14 @@ import httpx
 
 from reaper import USER_AGENT, log
 from reaper.capped import byte_size, read_capped
-from reaper.config import Account
 from reaper.core.models import Instance, ProviderName
-from reaper.providers.base import ProviderError, StaleReading, error_text
+from reaper.providers.base import HttpOptions, ProviderError, StaleReading, error_text
 from reaper.providers.pacing import pacing_wait
 from reaper.providers.parsing import clean_text
+from reaper.settings.parse import Account
 
 RETRYABLE_STATUSES = frozenset({429, 500, 502, 503, 504})
 _SUMMARY_LIMIT = 200
-# A real page of a thousand pods is a few hundred KB; anything over this is not an answer.
-MAX_BODY = 8 * 1024 * 1024
-
-
-@dataclass(frozen=True)
-class HttpOptions:
-    """Every knob of the request layer, so that tests can make backoff and timeouts tiny.
-
-    `timeout` bounds each wait of an attempt (connect, each read, write and pool wait);
-    `deadline` the whole attempt (connect, headers and the entire body); `max_body` the bytes
-    an answer may hold. `max_attempts` counts the first try. The delay before retry n is drawn
-    from [d/2, d] with d = min(backoff_cap, backoff_base * 2**(n-1)); a `Retry-After` replaces
-    it when longer, capped at `retry_after_cap` so a provider cannot park a Lambda for its whole
-    timeout — and so is a wait its rate-limit headers ask for before any 429.
-    """
-
-    timeout: float = 20.0
-    deadline: float = 30.0
-    max_body: int = MAX_BODY
-    max_attempts: int = 4
-    backoff_base: float = 0.5
-    backoff_cap: float = 10.0
-    retry_after_cap: float = 30.0
-    max_concurrency: int = 8
-    min_concurrency: int = 1
-
-    def __post_init__(self) -> None:
-        if self.timeout <= 0 or self.deadline <= 0:
-            raise ValueError("HttpOptions.timeout and deadline must be above zero")
-        if self.max_body < 1:
-            raise ValueError("HttpOptions.max_body must be at least 1")
-        if self.max_attempts < 1:
-            raise ValueError("HttpOptions.max_attempts must be at least 1")
-        if self.backoff_base < 0 or self.backoff_cap < 0 or self.retry_after_cap < 0:
-            raise ValueError("HttpOptions backoff values must not be negative")
-        if not 1 <= self.min_concurrency <= self.max_concurrency:
-            raise ValueError("HttpOptions needs 1 <= min_concurrency <= max_concurrency")
-
-    def backoff(self, retry: int) -> float:
-        """The jittered delay before retry number `retry` (1 = the first retry)."""
-        ceiling = min(self.backoff_cap, self.backoff_base * (2 ** (retry - 1)))
-        return random.uniform(ceiling / 2, ceiling)
 
 
 class AdaptiveLimit:

@@ -1,22 +1,23 @@
-"""Finding the registered providers: their plugins, their clients, their hosts and ids.
+"""Finding the registered providers: their plugins (each the description of everything reaper may
+know of one provider), their hosts and ids.
 
-`registry.PROVIDERS` names the packages; this imports one when it is first needed, so that a
-process that never makes a client never loads one.
+`registry.PROVIDERS` names the packages; this imports one when it is first needed (a plugin
+package is light: its client module is imported only by `reaper.app.wiring`, when a client is
+made). `parse_target` reads `<provider>:<id>` as the command line and the status page take it.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from functools import cache
 from importlib import import_module
 from typing import TYPE_CHECKING
 
-from reaper.providers.base import ProviderClient, ProviderPlugin
+from reaper.providers.base import ProviderPlugin
 from reaper.providers.registry import PROVIDERS
+from reaper.settings.parse import ConfigError
 
 if TYPE_CHECKING:
-    from reaper.config import Account, ProviderSettings, Settings
-    from reaper.providers.http import HttpOptions
+    pass
 
 
 @cache
@@ -34,21 +35,6 @@ def plugins() -> list[ProviderPlugin]:
 def label(name: str) -> str:
     """The provider's display name ("RunPod"), or the name itself when none is registered."""
     return plugin(name).label if name in PROVIDERS else name
-
-
-def make_clients(settings: Settings, options: HttpOptions | None = None) -> list[ProviderClient]:
-    """One client per configured account, in registry order. Callers `aclose()` them."""
-    from reaper.providers.http import HttpOptions
-
-    options = options or HttpOptions()
-    clients: list[ProviderClient] = []
-    for configured in settings.providers:
-        module, _, function = plugin(configured.provider).client.partition(":")
-        make: Callable[[Account, ProviderSettings, HttpOptions], ProviderClient] = getattr(
-            import_module(module), function
-        )
-        clients += [make(account, configured, options) for account in configured.accounts]
-    return clients
 
 
 def canonical_id(provider: str, text: str) -> str | None:
@@ -69,3 +55,16 @@ def provider_host(host: str) -> tuple[str, str] | None:
             if instance_id and found.canonical_id(instance_id) == instance_id:
                 return found.name, instance_id
     return None
+
+
+def parse_target(target: str) -> tuple[str, str]:
+    """`<provider>:<id>`, the id canonicalised the way the provider's listing spells it."""
+    provider, sep, raw_id = target.strip().partition(":")
+    names = [p.name for p in plugins()]
+    if not sep or provider not in names or not raw_id:
+        expected = " or ".join(f"{name}:<id>" for name in names)
+        raise ConfigError("<provider>:<id>", f"expected {expected}, got {target!r}")
+    instance_id = canonical_id(provider, raw_id)
+    if instance_id is None:
+        raise ConfigError("<provider>:<id>", f"not a valid {provider} instance id: {raw_id!r}")
+    return provider, instance_id

@@ -1,35 +1,39 @@
-"""State: `open_store(settings.state)` picks the backend named by `REAPER_STATE`."""
+"""State: `open_store(settings.state)` picks the backend named by `REAPER_STATE` from the
+openers' table, one line per backend: `sqlite/` and `dynamodb/`, each the union of the ports
+(`ports`); the dry run's store is `recording`."""
 
 from __future__ import annotations
 
 import os
-from collections.abc import Iterator
-from contextlib import contextmanager
+from typing import Protocol
 
-from reaper.config import ConfigError, StateURL
-from reaper.store.base import ReadOnlyStoreError, Store
+from reaper.settings.model import StateURL
+from reaper.settings.parse import ConfigError
 from reaper.store.failure import StoreFailure, store_failure
+from reaper.store.ports import ReadOnlyStoreError, Store
 
 
 def open_store(url: StateURL, *, read_only: bool = False, existing: bool = False) -> Store:
     """Open the configured backend. `read_only` (dry runs) creates nothing and writes nothing.
     `existing` (the read-outs: status, audit, report): a SQLite path that holds no reaper state
     is a config error, not an empty store — "none recorded" would hide a mistyped path."""
-    if url.kind == "sqlite":
-        import sqlite3
+    return OPENERS[url.kind](url, read_only=read_only, existing=existing)
 
-        from reaper.store.sqlite import SQLiteStore
 
-        if existing:
-            _require_sqlite_state(url.location)
+def _open_sqlite(url: StateURL, *, read_only: bool, existing: bool) -> Store:
+    import sqlite3
 
-        try:
-            return SQLiteStore(url.location, read_only=read_only)
-        except (sqlite3.Error, OSError, RuntimeError) as exc:
-            # Not a database, a path that cannot be created, a newer schema, a full or
-            # read-only disk: one line naming the variable, like every other bad setting.
-            raise ConfigError("REAPER_STATE", _cannot(url.location, "open", exc)) from None
-    return _open_dynamodb(url, read_only=read_only)
+    from reaper.store.sqlite import SQLiteStore
+
+    if existing:
+        _require_sqlite_state(url.location)
+
+    try:
+        return SQLiteStore(url.location, read_only=read_only)
+    except (sqlite3.Error, OSError, RuntimeError) as exc:
+        # Not a database, a path that cannot be created, a newer schema, a full or
+        # read-only disk: one line naming the variable, like every other bad setting.
+        raise ConfigError("REAPER_STATE", _cannot(url.location, "open", exc)) from None
 
 
 def _disk_fault(exc: BaseException) -> StoreFailure | None:
@@ -46,18 +50,6 @@ def _cannot(location: str, what: str, exc: BaseException) -> str:
         return f"cannot {what} {location}: {failure.cause}: {failure.advice} ({failure.detail})"
     reason = " ".join(str(exc).split()) or type(exc).__name__
     return f"cannot {what} {location}: {reason}"
-
-
-@contextmanager
-def opened_store(
-    url: StateURL, *, read_only: bool = False, existing: bool = False
-) -> Iterator[Store]:
-    """`open_store` for one command's work, closed when it is done (or failed)."""
-    store = open_store(url, read_only=read_only, existing=existing)
-    try:
-        yield store
-    finally:
-        store.close()
 
 
 def _require_sqlite_state(location: str) -> None:
@@ -88,7 +80,7 @@ def _require_sqlite_state(location: str) -> None:
         raise ConfigError("REAPER_STATE", f"{location} holds no reaper state: {hint}")
 
 
-def _open_dynamodb(url: StateURL, *, read_only: bool) -> Store:
+def _open_dynamodb(url: StateURL, *, read_only: bool, existing: bool) -> Store:
     """The AWS backend, or one line naming what is missing: boto3 (an extra), a region."""
     try:
         import boto3  # type: ignore[import-untyped,unused-ignore]  # noqa: F401
@@ -121,4 +113,11 @@ def _open_dynamodb(url: StateURL, *, read_only: bool) -> Store:
     return store
 
 
-__all__ = ["ReadOnlyStoreError", "Store", "open_store"]
+class Opener(Protocol):
+    def __call__(self, url: StateURL, *, read_only: bool, existing: bool) -> Store: ...
+
+
+# Each backend by the kind of REAPER_STATE that names it; its module is imported when opened.
+OPENERS: dict[str, Opener] = {"sqlite": _open_sqlite, "dynamodb": _open_dynamodb}
+
+__all__ = ["OPENERS", "ReadOnlyStoreError", "Store", "open_store"]

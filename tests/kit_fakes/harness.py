@@ -4,7 +4,14 @@ emulators behind it answering the destroy calls.
 
 Emulator accounts: RunPod "pod" (POD_KEY, the pod-scoped key) and "self" (SELF_KEY, the
 user's REAPER_SELF_KEY); Vast "instance" (VAST_KEY, the per-instance CONTAINER_API_KEY). A
-pod is visible only to its own account's key, as RunPod's "404: not found or not accessible"."""
+pod is visible only to its own account's key, as RunPod's "404: not found or not accessible".
+The heartbeat and the alert webhook are `Guard`, reaper's routes as the contract writes them;
+DigitalOcean's droplet API (DO_TOKEN) is `Droplets`, and its metadata service `Metadata`, on a
+server of its own.
+
+No kit run here may ask the real metadata address (169.254.169.254): every environment the
+Kit builds points DIGITALOCEAN_METADATA_URL at the loopback `Metadata`, and `_env` refuses
+one that does not."""
 
 from __future__ import annotations
 
@@ -18,9 +25,13 @@ import sys
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
+from datetime import UTC, datetime
 from pathlib import Path
+from urllib.parse import urlsplit
 
 from emulators import RunPodEmulator, VastEmulator
+from tests.kit_fakes.digitalocean import Droplets, Metadata
+from tests.kit_fakes.guard import Guard, Notify, read_notify
 from tests.kit_fakes.recorder import Recorder, Request, Response, recording_server
 
 KIT_DIR = Path(__file__).resolve().parents[2] / "infra" / "instance"
@@ -30,8 +41,10 @@ PING_KEY = "pk-ping-secret"
 POD_KEY = "rp-pod-scoped-secret"
 SELF_KEY = "rp-self-key-secret"
 VAST_KEY = "vast-container-secret"
+DO_TOKEN = "dop_v1_droplet-secret"
 
 _PING = re.compile(rf"/ping/{PING_KEY}/(?P<host>[^/]+)(?:/(?P<suffix>[^/]+))?")
+_ALERT = re.compile(rf"/alert/{PING_KEY}(?:/[^/]+)?")
 
 
 @dataclass
@@ -43,6 +56,9 @@ class Kit:
     bin: Path
     fakes: Path
     env: dict[str, str]
+    guard: Guard
+    metadata: Metadata
+    droplets: Droplets
 
     @classmethod
     @contextmanager
@@ -56,6 +72,17 @@ class Kit:
 
     @classmethod
     @contextmanager
+    def on_droplet(cls, tmp: Path, droplet_id: int = 3164444, **env: str) -> Iterator[Kit]:
+        """A kit on DigitalOcean droplet `droplet_id`, found by its metadata, with the user's
+        token (DO_TOKEN) and `env` on top."""
+        with cls.start(tmp) as kit:
+            kit.metadata.droplet(droplet_id)
+            kit.droplets.droplets[str(droplet_id)] = "active"
+            kit.env |= {"DIGITALOCEAN_TOKEN": DO_TOKEN, **env}
+            yield kit
+
+    @classmethod
+    @contextmanager
     def start(cls, tmp: Path) -> Iterator[Kit]:
         bin_dir, fakes = tmp / "bin", tmp / "fakes"
         bin_dir.mkdir()
@@ -64,14 +91,21 @@ class Kit:
             (bin_dir / tool).symlink_to(FAKE_BIN / tool)
         # the Jupyter check runs python3: this one, not a slow version-manager shim
         (bin_dir / "python3").symlink_to(sys.executable)
+        (tmp / "tmp").mkdir()
         with (
             recording_server() as http,
+            recording_server() as metadata_http,
             RunPodEmulator({"pod": POD_KEY, "self": SELF_KEY}) as runpod,
             VastEmulator({"instance": VAST_KEY}) as vast,
         ):
             http.forward("/runpod", runpod.url)
             http.forward("/vast", vast.url)
-            kit = cls(tmp, http, runpod, vast, bin_dir, fakes, env={})
+            guard = Guard(PING_KEY, start=datetime.now(UTC).replace(microsecond=0))
+            guard.install(http)
+            droplets = Droplets(DO_TOKEN)
+            droplets.install(http)
+            metadata = Metadata(metadata_http)
+            kit = cls(tmp, http, runpod, vast, bin_dir, fakes, {}, guard, metadata, droplets)
             http.on("POST", r"/runpod/v2/pods/([^/]+)/action", kit._pod_action)
             kit.env = {
                 "PATH": f"{bin_dir}:{os.environ['PATH']}",
@@ -82,6 +116,9 @@ class Kit:
                 "NOTIFY_URL": f"{http.base}/alert/{PING_KEY}",
                 "RUNPOD_API_URL": f"{http.base}/runpod/v2",
                 "VAST_API_URL": f"{http.base}/vast",
+                "DIGITALOCEAN_API_URL": f"{http.base}{droplets.prefix}",
+                "DIGITALOCEAN_METADATA_URL": metadata.url,
+                "TMPDIR": str(tmp / "tmp"),
                 "KEEP_FILE": str(tmp / "keep"),
                 "IDLE_WATCH_LOCK": str(tmp / "idle-watch.lock"),
                 "JUPYTER_RUNTIME_DIR": str(tmp / "jupyter-runtime"),
@@ -116,6 +153,7 @@ class Kit:
                 env.pop(name, None)
             else:
                 env[name] = value
+        refuse_the_real_metadata_address(env)
         return env
 
     def run(
@@ -173,7 +211,7 @@ class Kit:
         for r in self.http.requests:
             if r.path.startswith("/push"):
                 labels.append("push")
-            elif r.path == f"/alert/{PING_KEY}":
+            elif r.method == "POST" and _ALERT.fullmatch(r.path):
                 labels.append("notify")
             elif m := _PING.fullmatch(r.path):
                 labels.append("ping" + (f":{m['suffix']}" if m["suffix"] else ""))
@@ -194,10 +232,20 @@ class Kit:
     def status_lines(self) -> list[str]:
         return [body for _, suffix, body in self.pings() if suffix is None]
 
+    def notifies(self) -> list[Notify]:
+        """Every notify the guard took, in order."""
+        return list(self.guard.notifies)
+
     def alerts(self) -> list[str]:
-        return [
-            json.loads(r.body)["text"] for r in self.http.matching("POST", f"/alert/{PING_KEY}")
-        ]
+        """Each notify as a person reads it: its title, then its details."""
+        return [n.text for n in self.guard.notifies]
+
+    def titles(self) -> list[str]:
+        return [n.title for n in self.guard.notifies]
+
+    def sent_notifies(self) -> list[Notify]:
+        """Every notify the kit sent, whatever the answer."""
+        return [n for r in self.http.requests if (n := read_notify(r)) is not None]
 
     def deletes(self) -> list[Request]:
         return [r for r in self.http.requests if r.method == "DELETE"]
@@ -237,4 +285,14 @@ def _problem(status: int, detail: str) -> Response:
 
 
 def no_secret_in(text: str) -> bool:
-    return not any(s in text for s in (PING_KEY, POD_KEY, SELF_KEY, VAST_KEY))
+    return not any(s in text for s in (PING_KEY, POD_KEY, SELF_KEY, VAST_KEY, DO_TOKEN))
+
+
+def refuse_the_real_metadata_address(env: dict[str, str]) -> None:
+    """A kit run whose DigitalOcean metadata URL is not on loopback would ask the real
+    metadata service (169.254.169.254, which also answers for other clouds): refused."""
+    url = env.get("DIGITALOCEAN_METADATA_URL", "")
+    if urlsplit(url).hostname != "127.0.0.1":
+        raise AssertionError(
+            f"DIGITALOCEAN_METADATA_URL={url!r}: the kit would ask the real metadata address"
+        )

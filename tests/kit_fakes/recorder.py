@@ -9,6 +9,7 @@ answers themselves come from `emulators` (`forward`).
 
 from __future__ import annotations
 
+import contextlib
 import http.client
 import re
 import threading
@@ -37,6 +38,8 @@ class Response:
     status: int = 200
     body: str = "OK"
     content_type: str = "text/plain"
+    # Further headers. A "Date" replaces the server's own (an empty one: no Date at all).
+    headers: tuple[tuple[str, str], ...] = ()
 
 
 Responder = Callable[[Request, re.Match[str]], Response]
@@ -118,12 +121,20 @@ def _handler(recorder: Recorder) -> type[BaseHTTPRequestHandler]:
             )
             response = recorder.answer(request)
             payload = b"" if response.status in (204, 304) else response.body.encode()
-            self.send_response(response.status)
+            if any(name.lower() == "date" for name, _ in response.headers):
+                self.send_response_only(response.status)
+            else:
+                self.send_response(response.status)
+            for name, value in response.headers:
+                if value:
+                    self.send_header(name, value)
             self.send_header("Content-Type", response.content_type)
             self.send_header("Content-Length", str(len(payload)))
             self.end_headers()
             if self.command != "HEAD":
-                self.wfile.write(payload)
+                # a client that gave up (the kit's timeout) has closed the connection
+                with contextlib.suppress(BrokenPipeError, ConnectionResetError):
+                    self.wfile.write(payload)
 
         do_GET = do_POST = do_PUT = do_DELETE = do_HEAD = _serve
 

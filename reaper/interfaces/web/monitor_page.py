@@ -10,13 +10,13 @@ from __future__ import annotations
 
 from datetime import datetime
 
-from reaper.config import Settings
 from reaper.core.models import Monitor, PingEvent
 from reaper.core.monitors import grace_of, timeout_of
 from reaper.core.units import humanize, iso
+from reaper.interfaces.readmodel import as_watchdog
 from reaper.interfaces.web.layout import document, esc, hidden, post_button, when
 from reaper.interfaces.web.page import monitor_actions, monitor_line
-from reaper.interfaces.web.readmodel import as_watchdog
+from reaper.settings.model import Settings
 
 
 def monitor_path(host: str) -> str:

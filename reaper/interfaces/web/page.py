@@ -10,16 +10,16 @@ from __future__ import annotations
 
 from datetime import datetime, timedelta
 
-from reaper.config import Settings
 from reaper.core.models import Instance
 from reaper.core.monitors import down_after, muted
 from reaper.core.policy import Outlook
 from reaper.core.snapshot import daily_spend
 from reaper.core.units import HOURS_PER_MONTH, humanize, iso, money
+from reaper.interfaces.readmodel import FleetView, Watchdog, saved_per_month
 from reaper.interfaces.web.chart import RUNNING_COLOUR, STORAGE_COLOUR, chart_summary, spend_chart
 from reaper.interfaces.web.layout import document, esc, post_button, when
-from reaper.interfaces.web.readmodel import FleetView, Watchdog, saved_per_month
 from reaper.providers.plugins import label
+from reaper.settings.model import Settings
 
 # Keep buttons: the form value and its label ("" = until unkept).
 KEEP_CHOICES: tuple[tuple[str, str], ...] = (("1d", "Keep 1 day"), ("7d", "Keep 1 week"))

@@ -28,18 +28,17 @@ from typing import TYPE_CHECKING
 from urllib.parse import parse_qsl
 
 from reaper import log
-from reaper.config import ConfigError
 from reaper.core.heartbeat import HOST_RULE, valid_host
 from reaper.core.models import instance_key
 from reaper.core.monitors import BadSetting, SettingsChange, duration_setting
 from reaper.core.units import iso
-from reaper.interfaces.http import NOT_FOUND, Response
+from reaper.interfaces.api import NOT_FOUND, Response
 from reaper.interfaces.ratelimit import Rate, TokenBuckets, client_network, retry_after
+from reaper.interfaces.readmodel import listed_instance, read_view
 from reaper.interfaces.web.layout import HTML_HEADERS
 from reaper.interfaces.web.monitor_page import monitor_page, monitor_path
 from reaper.interfaces.web.origin import same_origin
 from reaper.interfaces.web.page import KEEP_FOR, MUTE_FOR, status_page
-from reaper.interfaces.web.readmodel import listed_instance, read_view
 from reaper.interfaces.web.session import (
     TOKEN_PATTERN,
     Session,
@@ -61,9 +60,11 @@ from reaper.passes.monitors import (
     mute_monitor,
     pause_monitor,
 )
+from reaper.providers.plugins import parse_target
+from reaper.settings.parse import ConfigError
 
 if TYPE_CHECKING:
-    from reaper.interfaces.http import App, Request
+    from reaper.interfaces.api import App, Request
 
 # A form is a few short fields; anything larger is refused before it is parsed.
 FORM_LIMIT = 8 * 1024
@@ -270,8 +271,6 @@ async def logout(request: Request, app: App, params: Mapping[str, str]) -> Respo
 
 def _target(form: Mapping[str, str]) -> tuple[str, Response | None]:
     """The instance key a keep/unkeep names, checked against the last listings."""
-    from reaper.interfaces.commands import parse_target
-
     raw = form.get("instance", "")
     try:
         provider, instance_id = parse_target(raw)

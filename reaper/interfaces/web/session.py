@@ -33,8 +33,9 @@ from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from urllib.parse import urlsplit
 
-from reaper.config import ConfigError, Settings, is_loopback_host
-from reaper.store.base import Store
+from reaper.settings.model import Settings
+from reaper.settings.parse import ConfigError, is_loopback_host
+from reaper.store.ports import Store
 
 SESSION_COOKIE = "reaper_session"
 SESSION_LIFETIME = timedelta(days=7)

@@ -15,14 +15,17 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from reaper.config import Env, ProviderSettings, SettingsReader, parse_accounts, parse_url
-from reaper.providers.base import ProviderPlugin
+from reaper.providers.base import Kit, ProviderPlugin
+from reaper.settings.parse import Env, ProviderSettings, SettingsReader, parse_accounts, parse_url
 
 NAME = "digitalocean"
 LABEL = "DigitalOcean"
 KEY_VARIABLE = "DIGITALOCEAN_TOKEN"
 URL_VARIABLE = "DIGITALOCEAN_API_URL"
 DEFAULT_API_URL = "https://api.digitalocean.com/v2"
+# Where the kit reads its own droplet's id inside a droplet (its default is the link-local
+# metadata address; tests point it at a loopback fake).
+METADATA_VARIABLE = "DIGITALOCEAN_METADATA_URL"
 HOST_PREFIX = "do-"
 # Droplet ids are integers (3164444, 448543583); far past any issued. `int()` of a much longer
 # run of digits is slow, and past 4300 digits it raises.
@@ -93,5 +96,10 @@ PLUGIN = ProviderPlugin(
     host_prefix=HOST_PREFIX,
     canonical_id=_canonical_text,
     client="reaper.providers.digitalocean.client:make",
+    settings=SETTINGS,
+    env_prefix="DIGITALOCEAN_",
+    kit=Kit(URL_VARIABLE, DEFAULT_API_URL, variables=(METADATA_VARIABLE,)),
+    emulator="emulators.digitalocean:DigitalOceanEmulator",
+    id_noun="dropletId",
     fetch_note=fetch_note,
 )

@@ -34,14 +34,15 @@ from urllib.parse import parse_qs, urlsplit
 import httpx
 from pydantic import StrictBool, StrictInt, StrictStr
 
-from reaper.config import Account, ProviderSettings
 from reaper.core.models import Balance, BilledDay, Instance, ProviderName, State, Volume
 from reaper.core.units import parse_time
 from reaper.providers.base import (
     UNREADABLE_ID_PREFIX,
+    HttpOptions,
     ProviderError,
     StaleReading,
     TerminateOutcome,
+    merge_duplicates,
 )
 from reaper.providers.digitalocean import (
     KEY_VARIABLE,
@@ -51,7 +52,6 @@ from reaper.providers.digitalocean import (
     canonical_id,
 )
 from reaper.providers.http import (
-    HttpOptions,
     Reply,
     Requester,
     json_object,
@@ -63,12 +63,12 @@ from reaper.providers.parsing import (
     RawModel,
     clean_text,
     finite,
-    merge_duplicates,
     not_an_object,
     note_unreadable,
     raw_status,
     read_tolerantly,
 )
+from reaper.settings.parse import Account, ProviderSettings
 
 # The spec's maximum page size: the fewest requests against a quota counted in requests.
 PER_PAGE = 200

@@ -11,8 +11,8 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
-from reaper.config import Env, ProviderSettings, SettingsReader, parse_accounts, parse_url
-from reaper.providers.base import UNREADABLE_ID_PREFIX, ProviderPlugin
+from reaper.providers.base import UNREADABLE_ID_PREFIX, Kit, ProviderPlugin
+from reaper.settings.parse import Env, ProviderSettings, SettingsReader, parse_accounts, parse_url
 
 NAME = "runpod"
 LABEL = "RunPod"
@@ -85,6 +85,12 @@ PLUGIN = ProviderPlugin(
     host_prefix="runpod-",
     canonical_id=canonical_id,
     client="reaper.providers.runpod.client:make",
+    settings=SETTINGS,
+    env_prefix="RUNPOD_",
+    # Inside a pod the kit reads RUNPOD_POD_ID (and RunPod's pod-scoped RUNPOD_API_KEY).
+    kit=Kit("RUNPOD_API_URL", DEFAULT_API_URL, variables=("RUNPOD_POD_ID",)),
+    emulator="emulators.runpod:RunPodEmulator",
+    id_noun="podId",
     fetch_note=fetch_note,
     fetch_episode=fetch_episode,
 )

@@ -36,28 +36,29 @@ from urllib.parse import quote, urlsplit
 import httpx
 
 from reaper import log
-from reaper.config import Account, ProviderSettings
 from reaper.core.models import Balance, BilledDay, Instance, ProviderName, State, Volume
 from reaper.core.units import HOURS_PER_MONTH, parse_time
 from reaper.providers.base import (
     UNREADABLE_ID_PREFIX,
+    HttpOptions,
     ProviderError,
     TerminateOutcome,
+    merge_duplicates,
 )
-from reaper.providers.http import HttpOptions, Requester, json_object, read_each
+from reaper.providers.http import Requester, json_object, read_each
 from reaper.providers.parsing import (
     CleanStr,
     ExactStr,
     RawModel,
     as_number,
     finite,
-    merge_duplicates,
     not_an_object,
     note_unreadable,
     raw_status,
     read_tolerantly,
 )
 from reaper.providers.runpod import KEY_VARIABLE, LABEL, NAME, RunPodSettings, valid_pod_id
+from reaper.settings.parse import Account, ProviderSettings
 
 # PodStatus enum of the spec. Exact, case-sensitive matches only: anything else (ERROR, a new
 # value, null, a missing field) is "unknown" and never reaped.

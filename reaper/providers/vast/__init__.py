@@ -9,8 +9,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from reaper.config import Env, ProviderSettings, SettingsReader, parse_accounts, parse_url
-from reaper.providers.base import ProviderPlugin
+from reaper.providers.base import Kit, ProviderPlugin
+from reaper.settings.parse import Env, ProviderSettings, SettingsReader, parse_accounts, parse_url
 
 NAME = "vast"
 LABEL = "Vast"
@@ -66,4 +66,8 @@ PLUGIN = ProviderPlugin(
     host_prefix="vast-",
     canonical_id=_canonical_text,
     client="reaper.providers.vast.client:make",
+    settings=SETTINGS,
+    env_prefix="VAST_",
+    kit=Kit("VAST_API_URL", DEFAULT_API_URL),
+    emulator="emulators.vast:VastEmulator",
 )

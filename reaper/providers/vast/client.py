@@ -41,28 +41,29 @@ import httpx
 from pydantic import StrictInt, StrictStr
 
 from reaper import log
-from reaper.config import Account, ProviderSettings
 from reaper.core.models import Balance, BilledDay, Instance, ProviderName, State, Volume
 from reaper.providers.base import (
     UNREADABLE_ID_PREFIX,
+    HttpOptions,
     ProviderError,
     StaleReading,
     TerminateOutcome,
+    merge_duplicates,
 )
-from reaper.providers.http import HttpOptions, Reply, Requester, json_object, read_each
+from reaper.providers.http import Reply, Requester, json_object, read_each
 from reaper.providers.parsing import (
     CleanStr,
     RawModel,
     as_number,
     epoch_to_datetime,
     finite,
-    merge_duplicates,
     not_an_object,
     note_unreadable,
     raw_status,
     read_tolerantly,
 )
 from reaper.providers.vast import KEY_VARIABLE, LABEL, NAME, VastSettings, canonical_id
+from reaper.settings.parse import Account, ProviderSettings
 
 PAGE_SIZE = 25
 # 25 000 instances: far past any real account; a guard against a server that never ends.

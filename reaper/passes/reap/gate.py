@@ -22,7 +22,7 @@ from reaper.core.models import AuditRecord, Decision, History, Instance
 from reaper.core.policy import recheck
 from reaper.passes.context import Context
 from reaper.providers.base import ProviderClient, ProviderError, StaleReading, error_text
-from reaper.store.base import Store
+from reaper.store.ports import Store
 
 
 @dataclass(frozen=True)

@@ -6,34 +6,28 @@ one of the product's prefixes and is not a name reaper (or its deployment, or it
 kit) knows is named on stderr, with the nearest known name. A warning, not an error: the same
 environment may hold another tool's variables.
 
-`REAPER_` is reaper's alone: every unknown one is named. The other prefixes are shared
-(RunPod sets `RUNPOD_*` variables inside every pod, other Telegram or ntfy tools read theirs),
-so an unknown name with one of them is named only when it is close to a known one.
+`REAPER_` is reaper's alone: every unknown one is named. The other prefixes are shared (a
+provider sets its own variables inside every instance, other tools of a channel read theirs),
+so an unknown name with one of them is named only when it is close to a known one. The
+providers' and channels' prefixes and variables come from their plugins.
 """
 
 from __future__ import annotations
 
 from collections.abc import Iterable
 
-OWN_PREFIX = "REAPER_"
-SHARED_PREFIXES = (
-    "HEARTBEAT_",
-    "RUNPOD_",
-    "VAST_",
-    "TELEGRAM_",
-    "BARK_",
-    "NTFY_",
-    "SLACK_",
-    "DISCORD_",
-    "WEBHOOK_",
-    "BALANCE_",
-    "IDLE_",
-    "LOG_",
-)
+from reaper.channels.plugins import channel_plugins
+from reaper.providers.plugins import plugins
 
-# The settings the core reads (config.py), the contract's variables of every part of the
+OWN_PREFIX = "REAPER_"
+# The prefixes of the core's own shared names; each provider's and channel's comes with its
+# plugin (`env_prefix`).
+CORE_PREFIXES = ("HEARTBEAT_", "BALANCE_", "IDLE_", "LOG_")
+
+# The settings the core reads (`reaper.app.settings`), the contract's variables of every part of the
 # product, the AWS deployment's and the on-instance kit's. The providers' and channels' own
-# variables come from their plugins' `SETTINGS.variables` and are added by the caller.
+# variables come from their plugins (`settings.variables`, and a provider's `kit.variables`)
+# and are added by the caller.
 CORE_VARIABLES = (
     "REAPER_MODE",
     "REAPER_STOPPED_TTL",
@@ -63,7 +57,6 @@ CORE_VARIABLES = (
     "IDLE_ALERT_AFTER",
     "LOG_LEVEL",
     "LOG_FORMAT",
-    "TELEGRAM_WEBHOOK_SECRET",
 )
 OTHER_VARIABLES = (
     # Troubleshooting and the AWS deployment (serverless.yml, its plugin, the Lambda runtime).
@@ -84,13 +77,19 @@ OTHER_VARIABLES = (
     "IDLE_WATCH_LOOP",
     "IDLE_WATCH_MAX_LOOPS",
     "IDLE_WATCH_SLEEP",
-    "RUNPOD_POD_ID",
     # The test suite's own (where the browser tests put their screenshots).
     "REAPER_ARTIFACTS",
 )
 # Below this similarity (difflib's ratio) a name is not a typo of a known one: no suggestion,
 # and a shared-prefix name is somebody else's. A dropped or doubled letter scores above 0.9.
 _CUTOFF = 0.8
+
+
+def shared_prefixes() -> tuple[str, ...]:
+    """The prefixes reaper shares with other tools: the core's, then each provider's and
+    channel's, in registry order."""
+    integrations = [p.env_prefix for p in plugins()] + [c.env_prefix for c in channel_plugins()]
+    return (CORE_PREFIXES[0], *integrations, *CORE_PREFIXES[1:])
 
 
 def nearest(name: str, known: Iterable[str], cutoff: float = _CUTOFF) -> str | None:
@@ -110,7 +109,7 @@ def unknown_setting_warnings(
     lines = []
     for name in sorted(set(names)):
         upper = name.upper()
-        if name in known_set or not upper.startswith((OWN_PREFIX, *SHARED_PREFIXES)):
+        if name in known_set or not upper.startswith((OWN_PREFIX, *shared_prefixes())):
             continue
         suggestion = nearest(upper, known_set)
         if suggestion is None and not upper.startswith(OWN_PREFIX):

@@ -1,4 +1,5 @@
-"""What the status page and `/status` show, read from the store alone.
+"""What the status page, `/status` and `reaper status` show, read from the store alone (shared
+by the web pages and the command line's views).
 
 A page view never lists a provider: it reads what the passes recorded — each account's last
 complete listing, the stopped clocks, warnings and keeps, the monitors, the audit and the
@@ -14,7 +15,6 @@ from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from typing import TypeVar
 
-from reaper.config import Settings
 from reaper.core.models import (
     AuditRecord,
     BilledDay,
@@ -32,7 +32,8 @@ from reaper.core.runway import runway_hours
 from reaper.core.snapshot import AccountSnapshot, Snapshot
 from reaper.core.units import HOURS_PER_MONTH
 from reaper.providers.plugins import provider_host
-from reaper.store.base import Store
+from reaper.settings.model import Settings
+from reaper.store.ports import Store
 
 _T = TypeVar("_T")
 

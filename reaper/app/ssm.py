@@ -1,9 +1,9 @@
 """Secrets on AWS: read from SSM Parameter Store at run time, never from the template.
 
 On Lambda the plain environment (visible to anyone who may read the function's configuration,
-and written into the CloudFormation template) carries only non-secret settings. Provider keys,
-the Telegram token, the Bark, ntfy, Slack, Discord and webhook URLs and the ping and admin keys
-live as SecureString parameters under one path, `/reaper/<stage>/<VARIABLE>` — the parameter's
+and written into the CloudFormation template) carries only non-secret settings. The provider
+keys, the channels' tokens and URLs (each plugin's `secret_variables`) and the ping and admin
+keys live as SecureString parameters under one path, `/reaper/<stage>/<VARIABLE>` — the parameter's
 last segment is the variable of the public contract — and are fetched with one paginated
 `GetParametersByPath` call, decrypted, when a cold container first needs them. They stay cached
 for `CACHE_SECONDS` across warm invocations: a function that runs every minute would otherwise
@@ -25,27 +25,21 @@ from dataclasses import dataclass
 from typing import Any
 
 from reaper import log
-from reaper.config import ConfigError, Settings, load_settings
+from reaper.app.settings import channel_readers, key_variables, load_settings, provider_readers
+from reaper.settings.model import Settings
+from reaper.settings.parse import ConfigError
 
-# The variables that are secret, or that belong with one (the chat id goes with its token):
-# read from SSM only, and ignored (with a warning) if found in the plain environment.
+# The core's own secrets; each provider's and channel's come with its plugin.
+CORE_SECRETS = ("REAPER_PING_KEY", "REAPER_ADMIN_KEY")
+_READERS = (*provider_readers(), *channel_readers())
+# The variables that are secret, or that belong with one (an id goes with its token): read
+# from SSM only, and ignored (with a warning) if found in the plain environment.
 SECRET_VARIABLES = (
-    "RUNPOD_API_KEY",
-    "VAST_API_KEY",
-    "TELEGRAM_BOT_TOKEN",
-    "TELEGRAM_CHAT_ID",
-    "BARK_URL",
-    "NTFY_URL",
-    "NTFY_TOKEN",
-    "SLACK_WEBHOOK_URL",
-    "DISCORD_WEBHOOK_URL",
-    "WEBHOOK_URL",
-    "REAPER_PING_KEY",
-    "REAPER_ADMIN_KEY",
-    "TELEGRAM_WEBHOOK_SECRET",
+    tuple(dict.fromkeys(name for reader in _READERS for name in reader.secret_variables))
+    + CORE_SECRETS
 )
-NOT_SECRET = frozenset({"TELEGRAM_CHAT_ID"})
-PROVIDER_KEYS = ("RUNPOD_API_KEY", "VAST_API_KEY")
+NOT_SECRET = frozenset(name for reader in _READERS for name in reader.not_secret)
+PROVIDER_KEYS = tuple(key_variables())
 # The environment variable (set by serverless.yml) naming the parameter path.
 PREFIX_VARIABLE = "REAPER_SSM_PREFIX"
 CACHE_SECONDS = 300.0
@@ -159,8 +153,8 @@ def lambda_settings(
     with the secrets from SSM, validated by the one `load_settings`.
 
     `required` names parameters this function cannot work without; `provider_keys` asks for at
-    least one of RUNPOD_API_KEY / VAST_API_KEY. Errors name the SSM parameter, not the variable,
-    because the parameter is what the user must fix.
+    least one provider's key variable (PROVIDER_KEYS). Errors name the SSM parameter, not the
+    variable, because the parameter is what the user must fix.
     """
     env = dict(os.environ if environ is None else environ)
     prefix = normalise_prefix(env.get(PREFIX_VARIABLE))
