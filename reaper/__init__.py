@@ -2,6 +2,6 @@
 
 __version__ = "0.1.0"
 
-# Sent on every provider and channel request: one v2 client measured a 403 from RunPod for a
+# Sent on every provider and channel request: one client measured a 403 from a provider for a
 # default library agent, and an agent that names the tool is what API operators ask for.
 USER_AGENT = f"reaper/{__version__}"

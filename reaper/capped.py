@@ -1,5 +1,5 @@
 """Reading an HTTP answer no larger than a cap, for every client of a server reaper does not
-control (providers, alert channels, the Telegram Bot API).
+control (providers, alert channels, a chat bot's API).
 
 An answer is read as it arrives and given up one byte past the cap, so a 500 MB body or an
 endless stream costs the cap in memory, not the stream; a declared length over the cap is

@@ -1,6 +1,6 @@
 """Text from outside, made safe to show: names, labels and forwarded messages.
 
-A provider name, a Vast label, a Telegram user's first name or a message an instance forwards
+A provider name, an instance's label, a chat user's first name or a message an instance forwards
 is shown to a person (an alert, the status page, a table) and written to the log. Unicode's
 control and format characters do not show themselves but change what is around them: U+202E
 (RIGHT-TO-LEFT OVERRIDE) in a pod's name mirrors the rest of the warning's title, so "will be

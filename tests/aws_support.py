@@ -107,7 +107,7 @@ class Account:
         monkeypatch.setenv("REAPER_SSM_PREFIX", PREFIX)
 
     def put_secret(self, name: str, value: str) -> None:
-        """As the README tells the user: a SecureString under the stage's path."""
+        """As docs/aws.md tells the user: a SecureString under the stage's path."""
         self.ssm.put_parameter(Name=PREFIX + name, Value=value, Type="SecureString", Overwrite=True)
 
     def setenv(self, name: str, value: str) -> None:

@@ -18,10 +18,10 @@ import httpx
 from reaper.app import wiring
 from reaper.app.wiring import make_notifier
 from reaper.channels.base import ChannelOptions, Notifier
-from reaper.channels.telegram import TelegramSettings
-from reaper.channels.telegram_bot import TelegramBot
+from reaper.channels.telegram.bot import TelegramBot
+from reaper.channels.telegram.inbound import Poller
+from reaper.channels.telegram.send import TelegramSettings
 from reaper.core.models import ActionRecord
-from reaper.interfaces.presses import Poller
 from reaper.passes.act import ActContext
 from reaper.passes.reap import ReapReport
 from reaper.settings.model import Settings

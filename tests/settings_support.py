@@ -13,7 +13,7 @@ from reaper.channels.bark import BarkSettings
 from reaper.channels.discord import DiscordSettings
 from reaper.channels.ntfy import NtfySettings
 from reaper.channels.slack import SlackSettings
-from reaper.channels.telegram import TelegramSettings
+from reaper.channels.telegram.send import TelegramSettings
 from reaper.channels.webhook import WebhookSettings
 from reaper.providers.digitalocean import DigitalOceanSettings
 from reaper.providers.runpod import RunPodSettings

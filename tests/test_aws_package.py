@@ -200,7 +200,7 @@ def test_the_http_api_routes_and_throttles(template: dict[str, Any]) -> None:
     assert set(per_route) <= routes, "a setting for a route that does not exist"
     rates = {r: per_route.get(r, default)["ThrottlingRateLimit"] for r in routes}
     assert all(rate > 0 for rate in rates.values())
-    # The ceiling the README's worst-case arithmetic uses.
+    # The ceiling docs/aws.md's worst-case arithmetic uses.
     assert sum(rates.values()) == 112
     assert rates["ANY /ping/{proxy+}"] == max(rates.values()), "pings get the largest budget"
     [api] = resources(template, "AWS::ApiGatewayV2::Api").values()

@@ -214,7 +214,7 @@ def test_a_configuration_error_is_503_not_an_exception(
 
 
 def test_a_function_url_event_works_the_same(account: Account) -> None:
-    """A Lambda function URL sends payload 2.0 too (README: the alternative to the HTTP API)."""
+    """A Lambda function URL sends payload 2.0 too (docs/aws.md: the alternative)."""
     event = http_event("POST", f"/ping/{PING_KEY}/via-url", body="hello")
     event["requestContext"].update(
         accountId="anonymous",

@@ -23,7 +23,7 @@ def test_the_admin_key_reads_monitors_and_the_last_reap(tmp_path: Path) -> None:
     assert response.status_code == 200
     data = response.json()
     assert {"at", "counts", "monitors", "reaping", "last_reap", "fleet", "actions"} <= set(data)
-    # The status page's data by name (README: GET /status).
+    # The status page's data by name (docs/http-api.md: GET /status).
     assert {"running", "stopped", "balances", "terminations", "snapshots", "listed_at"} <= set(data)
     [monitor] = data["monitors"]
     assert monitor["host"] == "trainer" and monitor["job_running"] is True

@@ -136,7 +136,7 @@ def test_a_second_save_of_the_same_run_uploads_only_the_manifest(
 def test_short_lived_credentials_work_and_are_never_printed(
     kit: Kit, store: Store, tmp_path: Path
 ) -> None:
-    """The README's recipe: a temporary key with its session token (moto checks the token)."""
+    """docs/kit.md's recipe: a temporary key with its session token (moto checks the token)."""
     write_files(tmp_path / "results", {"a.txt": b"a"})
     temporary = store.moto.temporary()
 

@@ -7,7 +7,9 @@ emulators are not in the package. A change that breaks one of these says so here
 The floors, from the ground up (a module may import its own floor and those below):
 0 `reaper` itself, `log`, `text`, `capped`, `clock`; 1 `settings/`; 2 `core/`; 3 the plugins
 and the store (`providers/`, `channels/`, `store/`); 4 `passes/`; 5 `app/`; 6 `interfaces/`;
-7 `__main__`.
+7 `__main__`. A chat channel's answering side (`channels/<name>/inbound.py`, `webhook.py`:
+the presses it answers, its webhook route, long poll and command) acts through the passes, so
+it stands with the interfaces; its plugin names it by import path.
 """
 
 from __future__ import annotations
@@ -22,10 +24,11 @@ import pytest
 ROOT = Path(__file__).resolve().parents[1]
 PACKAGE = ROOT / "reaper"
 TESTS = ROOT / "tests"
-# Every integration's name (and so its env prefix), as code or words would spell it; `webhook_`
-# is the plain webhook channel's prefix (`WEBHOOK_URL`), the word alone being everyone's.
+# Every integration's name (and so its env prefix), as code or words would spell it; `WEBHOOK_`
+# is the plain webhook channel's env prefix (`WEBHOOK_URL`), as variables spell it: the word
+# alone is everyone's (a chat channel's `webhook_secret`).
 NAMES = re.compile(
-    r"runpod|vast|telegram|bark|ntfy|slack|discord|digitalocean|\bwebhook_", re.IGNORECASE
+    r"runpod|vast|telegram|bark|ntfy|slack|discord|digitalocean|(?-i:\bWEBHOOK_)", re.IGNORECASE
 )
 LONGEST_FILE = 600
 
@@ -41,14 +44,17 @@ FLOORS: tuple[tuple[str, int], ...] = (
     ("reaper.__main__", 7),
 )
 GROUND = ("reaper", "reaper.log", "reaper.text", "reaper.capped", "reaper.clock")
+ANSWERING = re.compile(r"reaper\.channels\.\w+\.(inbound|webhook)")
 # Where a module is imported by a name held in a string (`import_module`): the registries'
-# lookups (a plugin by its name), the wiring (a provider's client module, an emulator) and the
-# HTTP route table (a route's handler, imported by the first request for it).
+# lookups (a plugin by its name), the wiring (a provider's client module, an emulator), the
+# HTTP route table (a route's handler, imported by the first request for it) and the chat
+# channels' answering side (their long polls and webhook commands).
 SEAMS = (
     "reaper.providers.plugins",
     "reaper.channels.plugins",
     "reaper.app.wiring",
     "reaper.interfaces.http",
+    "reaper.interfaces.inbound",
 )
 # What builds a store, a provider client or a notifier: outside `app/` (and the store's own
 # openers), only through `reaper.app.wiring` (`wiring.make_notifier(...)`) or its `Runtime`.
@@ -119,10 +125,16 @@ def string_imports() -> dict[str, set[str]]:
     plugins' descriptors and the route table."""
     from reaper.channels.registry import CHANNELS
     from reaper.interfaces.http import ROUTES
+    from reaper.interfaces.inbound import inbound_channels
     from reaper.providers.plugins import plugins
     from reaper.providers.registry import PROVIDERS
 
     return {
+        "reaper.interfaces.inbound": {
+            _module_of(path)
+            for _, inbound in inbound_channels()
+            for path in (inbound.poller, inbound.command)
+        },
         "reaper.providers.plugins": set(PROVIDERS.values()),
         "reaper.channels.plugins": set(CHANNELS.values()),
         "reaper.app.wiring": {_module_of(p.client) for p in plugins()},
@@ -156,6 +168,8 @@ def _closure(graph: dict[str, set[str]], start: str) -> set[str]:
 def floor(name: str) -> int | None:
     if name in GROUND:
         return 0
+    if ANSWERING.fullmatch(name):
+        return 6
     for prefix, level in FLOORS:
         if name == prefix or name.startswith(prefix + "."):
             return level
@@ -247,7 +261,11 @@ def _own_package(path: Path) -> str | None:
 REGISTRIES = (PACKAGE / "providers" / "registry.py", PACKAGE / "channels" / "registry.py")
 
 
-@pytest.mark.xfail(strict=True, reason="until stage 6 of the move")
+@pytest.mark.xfail(
+    strict=True,
+    reason="providers/pacing.py's DigitalOcean line: reworded by the branch that merges"
+    " DigitalOcean there (left to that helper)",
+)
 def test_nothing_outside_an_integrations_own_package_names_it() -> None:
     """Provider and channel names and their env prefixes appear only in the integration's own
     package (and its one line in its registry); an integration names no other."""
@@ -311,7 +329,11 @@ def test_the_passes_import_only_the_ports_of_providers_channels_and_store() -> N
     assert found == []
 
 
-@pytest.mark.xfail(strict=True, reason="until stage 6 of the move")
+@pytest.mark.xfail(
+    strict=True,
+    reason="interfaces/serve.py (626 lines): its connection handling moves into a module of its"
+    " own on the branch that adds it (left to that helper, not split here)",
+)
 def test_no_file_in_reaper_is_over_600_lines() -> None:
     lengths = {
         str(path.relative_to(ROOT)): len(path.read_text(encoding="utf-8").splitlines())

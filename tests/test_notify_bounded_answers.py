@@ -13,9 +13,9 @@ import pytest
 from reaper.channels.bark import BarkChannel
 from reaper.channels.base import ChannelOptions
 from reaper.channels.fanout import ANSWER_CAP, FanoutNotifier
-from reaper.channels.telegram import TelegramSettings
-from reaper.channels.telegram_bot import ANSWER_CAP as BOT_CAP
-from reaper.channels.telegram_bot import BotError, TelegramBot
+from reaper.channels.telegram.bot import ANSWER_CAP as BOT_CAP
+from reaper.channels.telegram.bot import BotError, TelegramBot
+from reaper.channels.telegram.send import TelegramSettings
 from reaper.core.models import Alert
 from tests.fakes import FakeSleep
 from tests.hostile_support import HostileServer, Mode

@@ -22,7 +22,7 @@ from reaper.channels.base import (
     channels_configured,
 )
 from reaper.channels.fanout import FanoutNotifier
-from reaper.channels.telegram import TelegramChannel
+from reaper.channels.telegram.send import TelegramChannel
 from reaper.core.models import Alert
 from reaper.interfaces import commands
 from reaper.settings.model import Settings

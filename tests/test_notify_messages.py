@@ -13,7 +13,7 @@ from reaper.core import messages
 from reaper.core.leaks import Finding
 from reaper.core.models import Alert, Instance
 from reaper.core.units import humanize
-from reaper.providers.runpod.client import what_is_lost as runpod_loses
+from reaper.providers.runpod.pods import what_is_lost as runpod_loses
 from reaper.providers.vast.client import what_is_lost as vast_loses
 
 NOW = datetime(2026, 3, 4, 12, 0, tzinfo=UTC)

@@ -17,7 +17,7 @@ from hypothesis import strategies as st
 
 from reaper.app.wiring import make_notifier
 from reaper.channels.base import ChannelOptions
-from reaper.channels.telegram import Part, plain_text, render_html, split_text
+from reaper.channels.telegram.send import Part, plain_text, render_html, split_text
 from reaper.core.models import Alert, AlertLevel, Delivery
 from tests.fakes import FakeSleep
 from tests.fakes.telegram import Entity, TelegramFake, parse_html, utf16_len

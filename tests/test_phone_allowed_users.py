@@ -16,7 +16,7 @@ from typing import Any
 
 import pytest
 
-from reaper.channels.telegram import read_settings
+from reaper.channels.telegram.send import read_settings
 from reaper.settings.parse import ConfigError, Env
 from tests.fakes.telegram import ALICE, FAKE_TOKEN, Message, TelegramFake
 from tests.phone_support import Phone, phone

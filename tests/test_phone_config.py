@@ -7,7 +7,7 @@ from __future__ import annotations
 import pytest
 
 from reaper.app.settings import load_settings
-from reaper.channels.telegram import TelegramSettings
+from reaper.channels.telegram.send import TelegramSettings
 from reaper.settings.parse import ConfigError
 
 BOT = {"TELEGRAM_BOT_TOKEN": "123456:ABC-def_ghi", "TELEGRAM_CHAT_ID": "4242"}

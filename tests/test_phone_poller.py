@@ -10,9 +10,9 @@ import json
 import time
 from pathlib import Path
 
-from reaper.channels.telegram import TelegramSettings
-from reaper.channels.telegram_bot import TelegramBot
-from reaper.interfaces.presses import Poller
+from reaper.channels.telegram.bot import TelegramBot
+from reaper.channels.telegram.inbound import Poller
+from reaper.channels.telegram.send import TelegramSettings
 from reaper.interfaces.serve import press_jobs
 from tests.heartbeat_support import KEY, served
 from tests.log_support import json_log

@@ -1,4 +1,4 @@
-"""The reap policy, one rule at a time (README "Safety rules")."""
+"""The reap policy, one rule at a time (docs/safety.md, "Safety rules")."""
 
 from __future__ import annotations
 

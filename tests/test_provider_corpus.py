@@ -13,7 +13,7 @@ import pytest
 
 from reaper.core.models import History, Instance
 from reaper.core.policy import protection_reason
-from reaper.providers.runpod.client import STOPPED_VOLUME_USD_PER_GB_MONTH
+from reaper.providers.runpod.pods import STOPPED_VOLUME_USD_PER_GB_MONTH
 from tests.reap_support import World, action_of, world
 
 CORPUS = Path(__file__).parent / "corpus"

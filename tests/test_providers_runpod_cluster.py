@@ -10,7 +10,7 @@ import pytest
 
 from emulators import RunPodEmulator
 from reaper.providers.base import HttpOptions
-from reaper.providers.runpod.client import UNKNOWN_CLUSTER, parse_pod
+from reaper.providers.runpod.pods import UNKNOWN_CLUSTER, parse_pod
 from tests.provider_support import on_runpod
 
 FAST = HttpOptions(timeout=2, max_attempts=2, backoff_base=0.001, backoff_cap=0.004)

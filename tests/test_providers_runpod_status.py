@@ -1,4 +1,4 @@
-"""RunPod pods are read into `Instance` as the README says, over real HTTP to the emulator:
+"""RunPod pods are read into `Instance` as docs/safety.md says, over real HTTP to the emulator:
 every status (spec enum, unknown strings, null, missing) maps to the right state, and cost,
 GPU utilisation, cluster membership, disks and times are read from the spec's fields."""
 

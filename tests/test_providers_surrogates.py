@@ -14,7 +14,7 @@ from pydantic import BaseModel
 from emulators import RunPodEmulator, VastEmulator
 from emulators.server import EmulatorServer, Request, Response
 from reaper.providers.parsing import clean_text
-from reaper.providers.runpod.client import parse_pod
+from reaper.providers.runpod.pods import parse_pod
 from reaper.providers.vast.client import parse_instance
 from tests.provider_support import on_runpod, on_vast, runpod_listing_error
 

@@ -1,4 +1,4 @@
-"""Vast instances are read into `Instance` as the README says, over real HTTP to the emulator:
+"""Vast instances are read into `Instance` as docs/safety.md says, over real HTTP to the emulator:
 `actual_status` (documented values, unknown strings, null, missing) maps to the right state
 whatever `intended_status` says; cost is `dph_total` only while the rental is active and the
 storage bill otherwise; `gpu_util` becomes a percentage."""

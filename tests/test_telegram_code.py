@@ -11,7 +11,7 @@ import pytest
 
 from reaper.app.wiring import make_notifier
 from reaper.channels.base import ChannelOptions
-from reaper.channels.telegram import render_parts
+from reaper.channels.telegram.send import render_parts
 from reaper.core import messages
 from reaper.core.models import Alert, Instance
 from tests.fakes import FakeSleep

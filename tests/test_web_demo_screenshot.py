@@ -1,4 +1,4 @@
-"""The README's picture: `reaper demo`'s fleet on the status page, in a real browser at a
+"""docs/status-page.md's picture: `reaper demo`'s fleet on the status page, in a real browser at a
 phone's width. Every run saves it under test-artifacts/; README_SCREENSHOT=1 also writes
 docs/status-page.png (the one committed)."""
 

@@ -6,6 +6,6 @@
   find them by name;
 - `fanout`: one notifier over every configured channel, each delivered on its own with its own
   deadline, retries and backoff;
-- `telegram`, `bark`, `ntfy`: one module per channel, owning its settings and its server's
-  answers.
+- one module (or package) per channel, named in `registry`, owning its settings and its
+  server's answers (and, for a chat channel whose buttons come back, its inbound side).
 """

@@ -36,7 +36,7 @@ class ChannelOptions:
     max_attempts: int = 4
     # Backoff before retry n is backoff_base * 2**(n-1) seconds (1, 2, 4 s by default).
     backoff_base: float = 1.0
-    # A Telegram 429 asking to wait longer than this is reported as a failure instead: an alert
+    # A chat server's 429 asking to wait longer than this is reported as a failure instead: an alert
     # that arrives minutes late is worth less than a visible "rate limited" in the log.
     max_retry_after: float = 30.0
     # Everything one channel does for one alert (all parts, attempts and waits), in seconds.
@@ -50,7 +50,7 @@ class Verdict:
 
     kind: Literal["ok", "retry", "fail"]
     detail: str = ""
-    # Seconds the server asked us to wait before retrying (Telegram `retry_after`).
+    # Seconds the server asked us to wait before retrying (a `retry_after` in its answer).
     retry_after: float | None = None
 
 
@@ -98,6 +98,27 @@ BODY_BUDGET = 3000
 
 
 @dataclass(frozen=True)
+class Inbound:
+    """How the phone answers through a channel whose buttons come back to reaper: by a webhook,
+    `POST /<channel name>/<secret>` with the same secret in its `header` (both checked before
+    anything is read; `secret(settings)` None: no webhook, and `reaper serve` long-polls
+    instead). The code that answers acts through the passes, so the plugin names it by import
+    path ("module:name") and only the interfaces import it: `webhook` the route's handler,
+    `poller(settings, act_context)` the long poll (`run()`, `interrupt()`), `command` what
+    `reaper <channel name>-webhook [--delete]` runs (`command(settings, delete=...)`, its help
+    line `command_help`). `describe(settings, public_url)`: how presses arrive, for `reaper
+    serve`'s start line (`settings` None: the channel is not configured)."""
+
+    header: str
+    secret: Callable[[ChannelSettings], str | None]
+    webhook: str
+    poller: str
+    command: str
+    command_help: str
+    describe: Callable[[ChannelSettings | None, str | None], str]
+
+
+@dataclass(frozen=True)
 class ChannelPlugin:
     """What the rest of reaper may know of one channel: its name, how to build it from its
     settings (`build(settings) -> Channel`), how its variables are read (`settings`, all of
@@ -115,6 +136,7 @@ class ChannelPlugin:
     body_budget: int = BODY_BUDGET
     # How it offers actions from the phone; none by default.
     actions: ActionSlots = field(default_factory=ActionSlots)
+    inbound: Inbound | None = None
 
 
 class Notifier(Protocol):

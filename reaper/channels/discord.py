@@ -37,7 +37,7 @@ CONTENT_MAX = 2000
 TITLE_MAX = 300
 DESCRIPTION_MAX = 4096
 API_VERSION = "v10"
-# Links offered per message, as for Slack.
+# Links offered per message, as on the other link channel.
 MAX_LINKS = 25
 _MARKDOWN = re.compile(r"([\\*_~`|\[\]<>#])")
 _UNVERSIONED = re.compile(r"(.*/api)(/webhooks/.+)")

@@ -1,7 +1,7 @@
 """One notifier over every configured channel, each delivered on its own.
 
-The point of two channels is that one of them being down (Telegram blocked, a self-hosted Bark
-server asleep) must not cost the other its message; so every channel runs concurrently under
+The point of two channels is that one of them being down (a chat service blocked, a self-hosted
+push server asleep) must not cost the other its message; so every channel runs concurrently under
 its own deadline, and whatever goes wrong becomes a failed `Delivery`, never an exception in the
 reap pass or the watcher that called `send`.
 
@@ -39,7 +39,7 @@ from reaper.text import shown
 if TYPE_CHECKING:
     import httpx
 
-# The most of a channel server's answer that is read: Telegram's echo of a 4096-character
+# The most of a channel server's answer that is read: a chat bot's echo of a 4096-character
 # message is the largest real one, at some KB.
 ANSWER_CAP = 256 * 1024
 
@@ -80,8 +80,9 @@ def _json_or_none(body: bytes) -> Any:
 
 
 def _with_retry_after(verdict: Verdict, header: str | None) -> Verdict:
-    """A retry the server timed with `Retry-After` (whole seconds; Slack's 429 says when only
-    there) waits that long, unless the channel read a wait from the answer's body itself."""
+    """A retry the server timed with `Retry-After` (whole seconds; a chat service's 429 may say
+    when only there) waits that long, unless the channel read a wait from the answer's body
+    itself."""
     if verdict.kind != "retry" or verdict.retry_after is not None:
         return verdict
     if header is None or not header.strip().isdigit():

@@ -1,12 +1,12 @@
-"""What the incoming-webhook channels share (Slack, Discord and the plain webhook).
+"""What the incoming-webhook channels share (the two chat services' and the plain webhook).
 
 An incoming webhook's URL is its only credential: whoever holds it posts to the channel. So the
 URL is a secret as a whole (kept in SSM on AWS, scrubbed from every log line and detail), and a
-malformed value is never echoed in an error. The token inside it (Slack's last path segment,
-Discord's) is registered on its own too: an error message of an HTTP library may quote a path
+malformed value is never echoed in an error. The token inside it (a chat service's last path
+segment) is registered on its own too: an error message of an HTTP library may quote a path
 without its host.
 
-The human channels (Slack, Discord) show an alert's armed actions as links to the action page
+The human channels (the chat services) show an alert's armed actions as links to the action page
 `/act/<token>`, which says what will happen and asks for the press that does it; "terminate now"
 is labelled with an ellipsis, as the page asks to confirm. Without REAPER_PUBLIC_URL no action is
 armed with a link, and the message carries none.
@@ -23,8 +23,9 @@ from reaper.settings.parse import Env, parse_url
 if TYPE_CHECKING:  # pydantic models: reading the settings must not import them
     from reaper.core.models import Alert
 
-# A path segment at least this long is a token (Slack's 24 characters, Discord's 68); shorter
-# ones are words (`services`, `webhooks`, an id) that would scrub innocent text from the log.
+# A path segment at least this long is a token (the chat services' have 24 and 68 characters);
+# shorter ones are words (`services`, `webhooks`, an id) that would scrub innocent text from
+# the log.
 TOKEN_MIN = 16
 CUT = "… [cut]"
 

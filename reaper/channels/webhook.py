@@ -49,7 +49,7 @@ INSTANCE_EVENTS = frozenset(
     }
 )
 # The events about one heartbeat monitor: their dedup key is `<kind>:<host>`, and a provider
-# host (`runpod-<id>`, `vast-<id>`) names its instance.
+# host (`<provider>-<id>`) names its instance.
 MONITOR_EVENTS = frozenset(
     {
         "monitor_created",

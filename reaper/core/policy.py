@@ -2,7 +2,7 @@
 
 No I/O happens here, and nothing here reads a clock: that is what lets the property tests
 throw thousands of generated fleets and histories at it and check that the safety rules hold
-for every one (README "Safety rules"). The reap pass does the listing, the recording and the
+for every one (docs/safety.md). The reap pass does the listing, the recording and the
 acting — and the one gate (`passes.reap.gate`) asks this module again, with a fresh reading, right
 before each delete (`recheck`).
 

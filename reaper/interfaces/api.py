@@ -73,7 +73,7 @@ class Limits:
     per_client: requests answered 404 or 401 (no key, a wrong key, an unknown route), by
         client address — bounds a stranger's flood without touching keyed pings.
     per_host: pings per monitor host — one leaked key cannot hog the store for one host.
-    alerts: /alert overall — bounds what reaches the phone (and Telegram's own limits).
+    alerts: /alert overall — bounds what reaches the phone (and the channels' own limits).
     """
 
     per_client: Rate = field(default_factory=lambda: Rate(capacity=120, per_second=20))

@@ -16,6 +16,7 @@ from typing import Any
 
 from reaper import __version__, log
 from reaper.app.settings import load_settings
+from reaper.interfaces.inbound import run_webhook_command, webhook_commands
 from reaper.providers.plugins import plugins
 from reaper.settings.model import Settings
 from reaper.settings.parse import ConfigError, parse_duration
@@ -139,12 +140,11 @@ def build_parser() -> argparse.ArgumentParser:
 
     commands.add_parser("test-alert", help="one message through every configured channel")
 
-    webhook = commands.add_parser(
-        "telegram-webhook", help="have Telegram POST button presses to REAPER_PUBLIC_URL"
-    )
-    webhook.add_argument(
-        "--delete", action="store_true", help="stop the webhook: `serve` long-polls again"
-    )
+    for name, help_line in webhook_commands().items():
+        webhook = commands.add_parser(name, help=help_line)
+        webhook.add_argument(
+            "--delete", action="store_true", help="stop the webhook: `serve` long-polls again"
+        )
     commands.add_parser("demo", help="the whole loop against built-in emulated providers")
 
     _emulate_parser(commands)
@@ -185,7 +185,7 @@ def _emulate_parser(commands: Any) -> None:
         "--fleet",
         metavar="FILE",
         default=None,
-        help="the fleet, a JSON file (README: `reaper emulate`); default: the demo's fleet",
+        help="the fleet, a JSON file (docs/demo.md); default: the demo's fleet",
     )
     emulate.add_argument(
         "--port",
@@ -374,10 +374,8 @@ def _run_test_alert(args: argparse.Namespace, settings: Settings) -> int:
     return test_alert_command(settings)
 
 
-def _run_telegram_webhook(args: argparse.Namespace, settings: Settings) -> int:
-    from reaper.interfaces.commands import telegram_webhook_command
-
-    return telegram_webhook_command(settings, delete=args.delete)
+def _run_webhook(args: argparse.Namespace, settings: Settings) -> int:
+    return run_webhook_command(args.command, settings, delete=args.delete)
 
 
 def _run_demo(args: argparse.Namespace, settings: Settings) -> int:
@@ -417,9 +415,9 @@ _COMMANDS: dict[str, Callable[[argparse.Namespace, Settings], int]] = {
     "demo": _run_demo,
     "emulate": _run_emulate,
     "login-link": _run_login_link,
-    "telegram-webhook": _run_telegram_webhook,
     "monitor": _run_monitor,
     "init": _run_init,
+    **{name: _run_webhook for name in webhook_commands()},
 }
 # Commands that build their own configuration and read none from the environment.
 _NO_SETTINGS = ("demo", "emulate", "init")

@@ -49,6 +49,7 @@ from reaper.interfaces.api import (
     text_response,
     too_large,
 )
+from reaper.interfaces.inbound import inbound_channels
 from reaper.passes.ping import PingOutcome, place_ping, send_ping_alert
 from reaper.store.failure import (
     RETRY_AFTER_SECONDS,
@@ -83,7 +84,7 @@ def redact_path(path: str) -> str:
     characters. Scrubbing comes first: a cut through a key would leave its start, which no
     longer matches the secret, in the log."""
     parts = path.split("/")
-    if len(parts) > 2 and parts[1] in ("ping", "alert", "login", "act", "telegram"):
+    if len(parts) > 2 and parts[1] in ("ping", "alert", "login", "act", *INBOUND_WORDS):
         parts[2] = "***"
     cleaned = "/".join(parts)
     if not cleaned.isprintable():
@@ -210,11 +211,11 @@ def _healthz(request: Request, app: App, params: Params) -> Answer:
     return json_response(200, {"ok": True})
 
 
-def _webhook_secret(app: App) -> str | None:
-    from reaper.channels.telegram import TelegramSettings
-
-    telegram = app.settings.channel("telegram")
-    return telegram.webhook_secret if isinstance(telegram, TelegramSettings) else None
+def _webhook_secret(app: App, channel: str) -> tuple[str | None, str]:
+    """The channel's webhook secret (None: unset or not configured) and its header."""
+    inbound = next(i for p, i in inbound_channels() if p.name == channel)
+    configured = app.settings.channel(channel)
+    return (inbound.secret(configured) if configured else None), inbound.header
 
 
 # Answers a request without the right key gets; only these spend the per-client budget.
@@ -239,8 +240,8 @@ class Route:
     `path`: literal words and `Segment`s. `key`: "ping" — the `key` segment must be
     REAPER_PING_KEY, else the answer is exactly the unknown route's, whatever the method;
     "admin" — `Authorization: Bearer <REAPER_ADMIN_KEY>` (unset → the unknown route; wrong →
-    401); "telegram" — the `secret` segment and the `X-Telegram-Bot-Api-Secret-Token` header
-    must both be TELEGRAM_WEBHOOK_SECRET (unset or wrong → the unknown route). Then the method
+    401); "inbound" — the `secret` segment and the chat channel's secret header must both be
+    its webhook secret (unset or wrong → the unknown route). Then the method
     (405 with `Allow`), then the handler: a function, or the import path of one
     ("module:name", imported by the first request that needs it).
     """
@@ -248,7 +249,7 @@ class Route:
     path: tuple[str | Segment, ...]
     methods: frozenset[str]
     handler: RouteHandler | str
-    key: Literal["ping", "admin", "telegram"] | None = None
+    key: Literal["ping", "admin", "inbound"] | None = None
 
     def handler_function(self) -> RouteHandler:
         if not isinstance(self.handler, str):
@@ -272,6 +273,14 @@ class Route:
 
 
 KEY, HOST = Segment("key"), Segment("host")
+# The first word of each chat channel's webhook route: its name.
+INBOUND_WORDS = tuple(plugin.name for plugin, _ in inbound_channels())
+
+
+def _channel(name: str) -> Segment:
+    return Segment("channel", lambda word: word == name)
+
+
 TOKEN, SECRET = Segment("token"), Segment("secret")
 SUFFIX = Segment("suffix", lambda suffix: _ping_kind(suffix) is not None)
 PING_METHODS = frozenset({"GET", "POST", "HEAD"})
@@ -293,7 +302,11 @@ ROUTES: tuple[Route, ...] = (
         key="admin",
     ),
     Route(("act", TOKEN), frozenset({"GET", "HEAD", "POST"}), _ROUTES + "act"),
-    Route(("telegram", SECRET), POST, _ROUTES + "telegram", key="telegram"),
+    # A chat channel's webhook, `/<channel>/<secret>` (reaper.interfaces.inbound).
+    *(
+        Route((_channel(p.name), SECRET), POST, inbound.webhook, key="inbound")
+        for p, inbound in inbound_channels()
+    ),
     # --- the status page (reaper.interfaces.web): its own sessions, never a Bearer key ---
     Route(("",), GET_HEAD, _WEB + "home"),
     Route(("login",), POST, _WEB + "login"),
@@ -322,9 +335,9 @@ def _key_refusal(route: Route, request: Request, app: App, params: Params) -> Re
         scheme, _, token = request.headers.get("authorization", "").partition(" ")
         if scheme.lower() != "bearer" or not _same(token.strip(), expected):
             return text_response(401, "unauthorized", {"www-authenticate": "Bearer"})
-    if route.key == "telegram":
-        secret = _webhook_secret(app)
-        header = request.headers.get("x-telegram-bot-api-secret-token", "")
+    if route.key == "inbound":
+        secret, name = _webhook_secret(app, params["channel"])
+        header = request.headers.get(name, "")
         if not (_same(params["secret"], secret) and _same(header, secret)):
             return NOT_FOUND
     return None
@@ -333,7 +346,7 @@ def _key_refusal(route: Route, request: Request, app: App, params: Params) -> Re
 def _route(request: Request, app: App) -> Answer:
     """The answer, with the per-client limit applied to keyless requests only.
 
-    Several instances share one address (a Vast host, a NAT): a stranger or a neighbour
+    Several instances share one address (a provider's host, a NAT): a stranger or a neighbour
     without the key must not spend the budget of the instances' keyed pings, which the
     per-host buckets limit already. The key check touches nothing, so answering first and
     charging after costs a flood nothing more than refusing it up front.

@@ -13,6 +13,7 @@ from __future__ import annotations
 import secrets
 
 from reaper.app.settings import channel_readers, provider_readers
+from reaper.providers.plugins import plugins
 from reaper.settings.model import Settings
 
 # 24 random bytes: 32 characters of URL-safe base64 (keys travel in URL paths).
@@ -28,9 +29,10 @@ def skeleton(settings: Settings) -> str:
     """The `.env` text: providers, channels, the two keys, then the instance lines."""
     ping_key, admin_key = new_key(), new_key()
     base = settings.public_url or _PLACEHOLDER_URL
+    templates = ", ".join(f"a {p.label} {p.kit.template}" for p in plugins() if p.kit.template)
     lines = [
         "# reaper .env — printed by `reaper init`; nothing was written. Save what you keep as",
-        "# .env beside where you run reaper (or as SSM parameters on AWS: README, Deploy).",
+        "# .env beside where you run reaper (or as SSM parameters on AWS: docs/aws.md).",
         "",
         "# Provider accounts, at least one. Several: name=key,name2=key2",
         *(f"{reader.key_variable}=" for reader in provider_readers()),
@@ -50,7 +52,7 @@ def skeleton(settings: Settings) -> str:
         "# Start in observe mode for a week: everything but the destroying.",
         "REAPER_MODE=observe",
         "",
-        "# In your instance template (a RunPod start command, a Vast on-start script), before",
+        f"# In your instance template ({templates}), before",
         "# anything else — the kit in infra/instance/ reads these:",
         f"#   HEARTBEAT_URL={base}/ping/{ping_key}",
         f"#   NOTIFY_URL={base}/alert/{ping_key}",

@@ -1,6 +1,6 @@
 """The routes that read or change more than one monitor: `/alert`, `/status`,
-`/monitors/<host>`, `/act/<token>`, `/telegram/<secret>` (the status page's are in
-`reaper.interfaces.web.routes`). The route table
+`/monitors/<host>`, `/act/<token>` (the status page's are in `reaper.interfaces.web.routes`;
+a chat channel's webhook is in its own package). The route table
 in `reaper.interfaces.http` names each by its import path, so this module — and the pydantic
 models, the views and the channels it needs — is imported by the first request that needs
 one: a container started for a ping never loads it.
@@ -20,7 +20,6 @@ from reaper.core.models import Alert, AlertLevel
 from reaper.core.monitors import BadSetting, parse_change
 from reaper.interfaces.api import (
     INVALID_HOST,
-    MAX_BODY,
     App,
     Params,
     Request,
@@ -185,16 +184,6 @@ async def act(request: Request, app: App, params: Params) -> Response:
         request.method, params["token"], request.headers, request.body, act_context(app)
     )
     return Response(page.status, page.body, page.headers)
-
-
-async def telegram(request: Request, app: App, params: Params) -> Response:
-    """`POST /telegram/<secret>`: a Telegram update (its secrets checked by the route key)."""
-    from reaper.interfaces.presses import answer_webhook
-
-    if len(request.body) > MAX_BODY:
-        return too_large(MAX_BODY)
-    status, line = await answer_webhook(request.body, act_context(app))
-    return text_response(status, line)
 
 
 # --- /monitors/<host>: one monitor, for the admin --------------------------------------------

@@ -8,8 +8,8 @@ adapter calls). Known pitfalls this module exists to avoid:
   one worker, on a socket bound here with TCP_NODELAY set.
 The lifespan runs the watch and reap schedules, the store's checkpoints (a thread copies
 SQLite's WAL into the file, rather than the commit of whichever request crosses its size) and
-the Telegram long poll for button presses (when a bot is configured without
-TELEGRAM_WEBHOOK_SECRET). SIGTERM/SIGINT (handled by uvicorn) stop the process within 10 s, even
+the chat channel's long poll for button presses (when a bot is configured without a
+webhook secret). SIGTERM/SIGINT (handled by uvicorn) stop the process within 10 s, even
 mid-pass: the schedules stop at the signal itself, a running pass gets STOP_GRACE seconds to
 finish and is then cancelled (its lease released; a delete it had asked for is left as a
 `requested` audit record the next pass settles), while uvicorn drains the requests under way;
@@ -73,7 +73,7 @@ class Job:
     """A pass run every `every`, the first one at start-up; or, with `delay`, after waiting
     `delay()` seconds before each run (the daily digest: until the next REAPER_DIGEST_AT).
     `on_stop`: called when the schedule stops, before it waits for the running pass (a loop
-    that runs until told, like the Telegram long poll, ends there)."""
+    that runs until told, like a chat channel's long poll, ends there)."""
 
     name: str
     every: timedelta
@@ -234,19 +234,16 @@ def serve_jobs(
 
 
 def press_jobs(settings: Settings, store: Store, notifier: Notifier, clock: Clock) -> list[Job]:
-    """The Telegram long poll for button presses, when a bot is configured and presses do not
-    come by webhook (TELEGRAM_WEBHOOK_SECRET unset). It runs until the schedule stops; if it
-    ends early (a bug), it starts again 30 s later."""
-    from reaper.channels.telegram import TelegramSettings
+    """The long poll for button presses of each chat channel configured without a webhook
+    secret (`reaper.interfaces.inbound`). It runs until the schedule stops; if it ends early
+    (a bug), it starts again 30 s later."""
+    from reaper.interfaces.inbound import pollers
 
-    telegram = settings.channel("telegram")
-    if not isinstance(telegram, TelegramSettings) or telegram.webhook_secret:
-        return []
-    from reaper.channels.telegram_bot import TelegramBot
-    from reaper.interfaces.presses import Poller
-
-    poller = Poller(wiring.act_context(settings, store, notifier, clock), TelegramBot(telegram))
-    return [Job("telegram", timedelta(seconds=30), poller.run, on_stop=poller.interrupt)]
+    found = pollers(settings, lambda: wiring.act_context(settings, store, notifier, clock))
+    return [
+        Job(name, timedelta(seconds=30), poller.run, on_stop=poller.interrupt)
+        for name, poller in found
+    ]
 
 
 # --- the ASGI adapter ---------------------------------------------------------------------
@@ -561,17 +558,9 @@ def _announce(settings: Settings, host: str, port: int, channels: Sequence[str])
 
 
 def _presses(settings: Settings) -> str:
-    from reaper.channels.telegram import TelegramSettings
+    from reaper.interfaces.inbound import presses_line
 
-    telegram = settings.channel("telegram")
-    if not isinstance(telegram, TelegramSettings):
-        return "off (no Telegram bot)"
-    how = "webhook /telegram/***" if telegram.webhook_secret else "long polling getUpdates"
-    links = "action links on" if settings.public_url else "action links off (no REAPER_PUBLIC_URL)"
-    terminate = telegram.who_may_terminate() or (
-        "nobody (a group or a channel: set TELEGRAM_ALLOWED_USERS)"
-    )
-    return f"{how}; {links}; Terminate now from {terminate}"
+    return presses_line(settings)
 
 
 def serve_command(settings: Settings, host: str, port: int) -> int:

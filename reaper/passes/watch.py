@@ -11,7 +11,7 @@ State machine (`Monitor.status`):
     any --/fail or exit != 0--> down (alert at once)     plain host --/bye--> retired --ping--> up
     provider host --/bye--> records bye_at only (a down monitor stays down: no recovery)
 
-Design choices the README documents:
+Design choices docs/http-api.md documents:
 - The recovery alert goes out on the ping that revives a monitor (with the downtime), not on
   the next watch pass: the phone hears "back" as soon as the host is back.
 - Downtime runs from the last ping before the silence (or from the `/fail`).

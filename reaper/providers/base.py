@@ -109,15 +109,15 @@ class HttpOptions:
 class ProviderClient(Protocol):
     provider: str
     account: str
-    # How many ids one fresh read should carry (Vast: one filtered page), so the deletes of
-    # one batch go out while the next is read; None: all at once (one listing, or one call
-    # per instance concurrently).
+    # How many ids one fresh read should carry (one filtered page, where a provider filters),
+    # so the deletes of one batch go out while the next is read; None: all at once (one
+    # listing, or one call per instance concurrently).
     read_batch: int | None
 
     async def list_instances(self, only_ids: Collection[str] | None = None) -> list[Instance]:
         """Every instance of the account, complete, or ProviderError (never a partial list).
 
-        `only_ids` lets a provider that can filter server-side (Vast) list just those ids, for
+        `only_ids` lets a provider that can filter server-side list just those ids, for
         confirmation re-lists; one that cannot lists everything. Callers must not trust a
         filtered answer blindly: the reap pass adds a witness id that must come back.
         """
@@ -181,12 +181,15 @@ class ProviderClient(Protocol):
 @dataclass(frozen=True)
 class Kit:
     """What the on-instance kit (`infra/instance/common.sh`) holds of a provider, beside the
-    heartbeat host prefix: the variable of its API's base URL and that URL's default, and the
-    variables the kit reads inside one of its instances (names reaper knows, no settings)."""
+    heartbeat host prefix: the variable of its API's base URL and that URL's default, the
+    variables the kit reads inside one of its instances (names reaper knows, no settings), and
+    where the kit's lines go in an instance template, in the provider's words (`template`,
+    "on-start script"; `reaper init` says it)."""
 
     url_variable: str
     default_url: str
     variables: tuple[str, ...] = ()
+    template: str = ""
 
 
 @dataclass(frozen=True)

@@ -1,9 +1,9 @@
-"""The one retrying request layer under both provider clients.
+"""The one retrying request layer under every provider client.
 
 Why one layer: the providers fail in the same ways (429 storms, 5xx, dropped connections,
 hung calls) and the reaper must treat them the same way everywhere: a timeout on every call,
-capped exponential backoff with jitter, `Retry-After` honoured when a provider sends it (RunPod
-does; Vast publishes none), rate-limit headers that say the quota is spent obeyed before the
+capped exponential backoff with jitter, `Retry-After` honoured when a provider sends it (not
+every one does), rate-limit headers that say the quota is spent obeyed before the
 429 comes (`reaper.providers.pacing`), and an adaptive concurrency limit per client that halves
 on a 429 and grows back on successes, so that a burst of terminations slows itself down
 instead of hammering an API that is already saying "too many".
@@ -53,8 +53,8 @@ _SUMMARY_LIMIT = 200
 class AdaptiveLimit:
     """An AIMD concurrency limit: halve on a 429, add one per `limit` successes.
 
-    Vast publishes per-endpoint thresholds in an unstated unit and no `Retry-After`, so rather
-    than pre-throttle to a guess the client starts at `maximum` and lets the provider's 429s
+    A provider may publish per-endpoint thresholds in an unstated unit and no `Retry-After`, so
+    rather than pre-throttle to a guess the client starts at `maximum` and lets the provider's 429s
     teach it the pace; successes bring it back. `lowest` records how far it fell, for tests and
     the benchmark.
     """
@@ -150,12 +150,12 @@ def summarise_error(body: bytes) -> str:
     """A one-line reason from an error body, whichever provider shape it has, uncut: the
     provider's error code, if any, then the most specific words present.
 
-    RunPod's v2 errors are RFC 9457 problems `{title, status, detail, errors[]}`, but live
-    answers come without `title` or with `detail` alone (runpod/runpod-mcp's tests); `errors[]`
-    (strings, or GraphQL's `{message}` objects) names each failure, `detail` this occurrence,
-    `title` only the kind of problem: the first of those present is the reason. Vast's are
+    The shapes seen: RFC 9457 problems `{title, status, detail, errors[]}`, which live answers
+    send without `title` or with `detail` alone (a public client's tests); `errors[]` (strings,
+    or GraphQL's `{message}` objects) names each failure, `detail` this occurrence, `title` only
+    the kind of problem: the first of those present is the reason. Others send
     `{success, error, msg}`, sometimes without `success` or `error`, with `message` or `detail`
-    instead, or plain text ("API requests too frequent", Vast's rate-limit docs). It is not
+    instead, or plain text ("API requests too frequent", a provider's rate-limit docs). It is not
     shortened here: a key the provider echoes must be scrubbed whole first
     (`Requester.reason`), or a cut through the key would leave its prefix unmatched.
     """
@@ -263,7 +263,7 @@ class Requester:
         """Send until a non-retryable answer arrives; ProviderError once attempts run out.
 
         4xx answers other than 429 are returned, not raised: only the client knows whether a
-        404 means "gone" (and for Vast, only its `error` field says so). `not_after` (a
+        404 means "gone" (for some, only an `error` field says so). `not_after` (a
         monotonic instant) is checked right before each attempt goes out, after any wait for a
         concurrency slot, a backoff or the provider's rate limit: past it, `StaleReading` is
         raised and nothing is sent. `before_send` runs once, right before the first attempt

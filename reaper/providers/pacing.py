@@ -1,10 +1,10 @@
 """How long a provider's rate-limit headers say to wait before the next request.
 
-Waiting for a 429 costs a round trip and, for Vast, a halved concurrency; a provider that says
+Waiting for a 429 costs a round trip and, for some, a halved concurrency; a provider that says
 ahead of time that its quota is spent can be obeyed instead. The shapes seen:
 
-- RunPod REST v2 (its spec): `RateLimit: "minute";r=0;t=12, "hour";r=2800;t=1812` — one
-  member per window, `r` the requests left and `t` the seconds until that window resets
+- structured (a provider's REST spec): `RateLimit: "minute";r=0;t=12, "hour";r=2800;t=1812`,
+  one member per window, `r` the requests left and `t` the seconds until that window resets
   (IETF draft-ietf-httpapi-ratelimit-headers, structured fields), on every answer, not only on
   a 429;
 - the draft's older shapes: `RateLimit: limit=60, remaining=0, reset=30` in one header, or

@@ -1,8 +1,8 @@
 """Reading provider objects without trusting them.
 
-Both clients parse each pod or instance through a pydantic model of the raw provider object
-that declares only the fields reaper uses: secrets that ride along (RunPod `env`; Vast
-`extra_env`, `jupyter_token`, `onstart`, ssh keys) are never declared, so they are dropped at
+Every client parses each instance through a pydantic model of the raw provider object that
+declares only the fields reaper uses: secrets that ride along (an instance's environment, its
+notebook token, its start script, ssh keys) are never declared, so they are dropped at
 the first step and cannot reach an `Instance`, a log line or an exception.
 
 One malformed object must not lose the whole listing, and must not be reaped either: the

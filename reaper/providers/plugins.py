@@ -33,12 +33,13 @@ def plugins() -> list[ProviderPlugin]:
 
 
 def label(name: str) -> str:
-    """The provider's display name ("RunPod"), or the name itself when none is registered."""
+    """The provider's display name (its plugin's label), or the name itself when none is
+    registered."""
     return plugin(name).label if name in PROVIDERS else name
 
 
 def canonical_id(provider: str, text: str) -> str | None:
-    """An instance id as the provider's listing spells it (Vast `0123` is `123`), or None when
+    """An instance id as the provider's listing spells it (`0123` may be `123`), or None when
     it cannot be one of that provider's ids: what `reaper keep` records must be the key the
     pass looks up."""
     if provider not in PROVIDERS:
@@ -47,7 +48,7 @@ def canonical_id(provider: str, text: str) -> str | None:
 
 
 def provider_host(host: str) -> tuple[str, str] | None:
-    """A heartbeat host that names a provider instance (`runpod-<podId>`, `vast-<id>`) ->
+    """A heartbeat host that names a provider instance (`<provider>-<id>`) ->
     (provider, id); any other host -> None."""
     for found in plugins():
         if host.startswith(found.host_prefix):

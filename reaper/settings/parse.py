@@ -82,8 +82,8 @@ class SettingsReader:
     read: Callable[[Env], ProviderSettings | ChannelSettings | None]
     # The variable that holds a provider's keys (empty for a channel).
     key_variable: str = ""
-    # How a channel that reaches a person is configured, in words ("TELEGRAM_BOT_TOKEN and
-    # TELEGRAM_CHAT_ID"); empty for one that reaches no person (a plain webhook), which no
+    # How a channel that reaches a person is configured, in words ("<X>_BOT_TOKEN and
+    # <X>_CHAT_ID"); empty for one that reaches no person (a plain webhook), which no
     # "set ..." hint names.
     channel_variables: str = ""
     # Of `secret_variables`, those kept beside a secret that are not secret themselves (an id

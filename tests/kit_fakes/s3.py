@@ -51,7 +51,7 @@ class Moto:
 
     def temporary(self) -> dict[str, str]:
         """Short-lived credentials from STS (AssumeRole): key id, secret and session token,
-        as the README's recipe hands to an instance."""
+        as docs/kit.md's recipe hands to an instance."""
         role = f"kit-writer-{next(_buckets)}"
         iam = boto3.client(
             "iam",

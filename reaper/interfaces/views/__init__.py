@@ -1,8 +1,9 @@
 """The views: every text table and JSON object the commands and the HTTP API print, built only
 from the typed results of the passes and the records of the store.
 
-The JSON shapes are the README's contracts (`reap --json`, `watch --json`, `status --json`,
-`audit --json`, `report --json`, `GET /status`): further keys may be added, these stay.
+The JSON shapes are the contracts of docs/commands.md and docs/http-api.md (`reap --json`,
+`watch --json`, `status --json`, `audit --json`, `report --json`, `GET /status`): further keys
+may be added, these stay.
 
 One module per subject (`reap`, `watch`, `monitors`, `status`, `audit`, `digest`), re-exported
 here, so that call sites read `views.reap_json(...)`."""

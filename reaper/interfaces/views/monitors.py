@@ -21,7 +21,7 @@ def _names(listings: Sequence[Listing]) -> dict[str, Instance]:
 
 
 def _monitor_name(host: str, listed: dict[str, Instance]) -> str:
-    """The instance name behind a provider host (`runpod-<id>`), from the last listing."""
+    """The instance name behind a provider host (`<provider>-<id>`), from the last listing."""
     found = provider_host(host)
     inst = listed.get(f"{found[0]}:{found[1]}") if found else None
     return inst.name if inst else ""

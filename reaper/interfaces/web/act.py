@@ -1,4 +1,4 @@
-"""The action page, `/act/<token>`: a one-time link from an alert (ntfy, Bark).
+"""The action page, `/act/<token>`: a one-time link from an alert (the push channels).
 
 `GET` says exactly what will happen, to which instance, until when, with a button; it changes
 nothing (link previews and prefetches are harmless). `POST` does it, once (`reaper.passes.act`).
@@ -14,7 +14,7 @@ so a CSRF token would add nothing: a page of another site cannot know the token.
 leak (a forwarded notification, a link shared in a chat), and then a foreign page could make a
 visitor's browser POST it; a browser names the page's origin in `Origin` (and `Sec-Fetch-Site`)
 on a POST, so one naming another site is refused with 403. A request without `Origin` is not
-from a browser form of another site (the ntfy app, curl) and is allowed.
+from a browser form of another site (a push app's action button, curl) and is allowed.
 
 The referrer policy is `same-origin`, not `no-referrer`: under `no-referrer` the Fetch standard
 has a browser send a form POST's `Origin` as `null`, and the page's own button was refused
@@ -115,7 +115,7 @@ def render_outcome(outcome: Outcome) -> bytes:
 
 
 def _choice(body: bytes) -> int | None:
-    """`choice=N` of a form POST; an empty body (the ntfy app) is the first choice."""
+    """`choice=N` of a form POST; an empty body (a push app's action button) is the first choice."""
     if not body.strip():
         return 0
     try:

@@ -3,7 +3,7 @@ page's forms, `/login`, `/login/<token>` and `/logout` all ask `same_origin`.
 
 A browser names the page a POST comes from in `Origin` (and, where it supports fetch metadata,
 `Sec-Fetch-Site`, which no page can set). A request without either is not a browser's form of
-another site (the ntfy app's action, curl) and is allowed: the token, the session and its CSRF
+another site (a push app's action button, curl) and is allowed: the token, the session and its CSRF
 token guard it.
 
 With REAPER_PUBLIC_URL set, the page's origin is known, and only it counts: `Origin` must be

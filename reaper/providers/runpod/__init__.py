@@ -88,7 +88,9 @@ PLUGIN = ProviderPlugin(
     settings=SETTINGS,
     env_prefix="RUNPOD_",
     # Inside a pod the kit reads RUNPOD_POD_ID (and RunPod's pod-scoped RUNPOD_API_KEY).
-    kit=Kit("RUNPOD_API_URL", DEFAULT_API_URL, variables=("RUNPOD_POD_ID",)),
+    kit=Kit(
+        "RUNPOD_API_URL", DEFAULT_API_URL, variables=("RUNPOD_POD_ID",), template="start command"
+    ),
     emulator="emulators.runpod:RunPodEmulator",
     id_noun="podId",
     fetch_note=fetch_note,

@@ -68,6 +68,6 @@ PLUGIN = ProviderPlugin(
     client="reaper.providers.vast.client:make",
     settings=SETTINGS,
     env_prefix="VAST_",
-    kit=Kit("VAST_API_URL", DEFAULT_API_URL),
+    kit=Kit("VAST_API_URL", DEFAULT_API_URL, template="on-start script"),
     emulator="emulators.vast:VastEmulator",
 )

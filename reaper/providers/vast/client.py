@@ -126,7 +126,7 @@ class _RawVolume(RawModel):
 
 
 def parse_instance(raw: object, account: str, position: int = 0) -> Instance:
-    """One instance of a listing as an `Instance`; never raises (see runpod.parse_pod)."""
+    """One instance of a listing as an `Instance`; never raises (as every provider's parser)."""
     if not isinstance(raw, dict):
         return not_an_object(NAME, account, position)
     inst, unreadable = read_tolerantly(RawVastInstance, raw)

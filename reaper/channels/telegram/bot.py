@@ -20,7 +20,7 @@ from typing import Any
 
 from reaper import USER_AGENT
 from reaper.capped import byte_size, read_capped
-from reaper.channels.telegram import MESSAGE_LIMIT, TelegramSettings, chat_value, utf16_len
+from reaper.channels.telegram.send import MESSAGE_LIMIT, TelegramSettings, chat_value, utf16_len
 from reaper.text import shown
 
 # answerCallbackQuery shows at most this many characters.

@@ -1,7 +1,7 @@
 """Telegram: the Bot API's `sendMessage`, in HTML parse mode.
 
 HTML mode is used only for the bold title and for `code` (a pair of backticks on one line, as
-the alerts write commands: `reaper keep runpod:abc`); everything that came from outside (instance
+the alerts write commands: `reaper keep <target>`); everything that came from outside (instance
 names, provider errors, texts forwarded from instances) is escaped first, so `<`, `>`, `&` and
 quotes arrive as typed and nothing can inject markup or links.
 
@@ -22,7 +22,7 @@ import re
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from reaper.channels.base import ActionSlots, Channel, ChannelPlugin, ChannelRequest, Verdict
+from reaper.channels.base import Channel, ChannelRequest, Verdict
 from reaper.settings.parse import ChannelSettings, ConfigError, Env, SettingsReader, parse_url
 
 if TYPE_CHECKING:  # pydantic models: reading the settings must not import them
@@ -106,7 +106,7 @@ def split_text(text: str, limit: int = MESSAGE_LIMIT, max_parts: int = MAX_PARTS
     return [p for p in parts if text[p.start : p.end].strip() or p.suffix]
 
 
-# `code` in a message (a command to run: `reaper keep runpod:abc`), on one line, after escaping.
+# `code` in a message (a command to run: `reaper keep <target>`), on one line, after escaping.
 _CODE = re.compile(r"`([^`\n]+)`")
 
 
@@ -347,14 +347,4 @@ SETTINGS = SettingsReader(
     secret_variables=("TELEGRAM_BOT_TOKEN", "TELEGRAM_CHAT_ID", "TELEGRAM_WEBHOOK_SECRET"),
     not_secret=("TELEGRAM_CHAT_ID",),
     read=read_settings,
-)
-PLUGIN = ChannelPlugin(
-    name="telegram",
-    label="Telegram",
-    build=build,
-    settings=SETTINGS,
-    env_prefix="TELEGRAM_",
-    # Five parts of 4,096 characters, with room for the title and escaping.
-    body_budget=18000,
-    actions=ActionSlots(buttons=MAX_BUTTONS),
 )

@@ -22,8 +22,7 @@ from collections.abc import Awaitable, Callable
 from typing import Any
 
 from reaper import log
-from reaper.channels.telegram import TelegramSettings
-from reaper.channels.telegram_bot import (
+from reaper.channels.telegram.bot import (
     BotError,
     Press,
     TelegramBot,
@@ -32,6 +31,7 @@ from reaper.channels.telegram_bot import (
     update_id,
     with_result,
 )
+from reaper.channels.telegram.send import TelegramSettings
 from reaper.core import messages
 from reaper.core.models import ActionGrant, ActionRecord
 from reaper.passes.act import ActContext, Actor, Outcome, lookup, perform
