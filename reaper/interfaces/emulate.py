@@ -109,7 +109,7 @@ def reaper_command() -> str:
 
 
 @contextmanager
-def _stopped_by_signals(stop: threading.Event) -> Iterator[None]:
+def stopped_by_signals(stop: threading.Event) -> Iterator[None]:
     """Ctrl-C and SIGTERM set `stop`, from before the first line is printed (a signal that
     arrives while the servers start must still end in a clean stop), and only in the main
     thread (the only one that can take signals)."""
@@ -144,7 +144,7 @@ def emulate_command(
     }
     state_dir = Path(tempfile.mkdtemp(prefix="reaper-emulate-"))
     try:
-        with _stopped_by_signals(stop):
+        with stopped_by_signals(stop):
             for name, emulator in emulators.items():
                 try:
                     emulator.start()
