@@ -66,6 +66,8 @@ def test_emulate_prints_the_exports_and_reaper_works_against_them(tmp_path: Path
             "DIGITALOCEAN_API_URL",
             "DIGITALOCEAN_TOKEN",
             "REAPER_STATE",
+            "NTFY_URL",
+            "REAPER_PUBLIC_URL",
         }
         assert exports["RUNPOD_API_URL"].startswith("http://127.0.0.1:")
         assert exports["RUNPOD_API_URL"].endswith("/v2")

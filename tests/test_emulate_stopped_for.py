@@ -16,6 +16,7 @@ from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
+import httpx
 import pytest
 
 from emulators.fleet import EXAMPLE, FleetError, load_fleet, parse_fleet
@@ -86,8 +87,10 @@ def test_the_first_reap_sees_the_stopped_time_the_fleet_gives(tmp_path: Path) ->
         )
     )
     before = datetime.now(UTC)
-    with emulating(tmp_path, os.environ["PATH"], "--fleet", str(fleet)) as (_, exports):
+    with emulating(tmp_path, os.environ["PATH"], "--fleet", str(fleet)) as (comments, exports):
         report = reap_json(tmp_path, exports)
+        [phone] = [line.split(": ", 1)[1].split()[0] for line in comments if "phone" in line]
+        messages = httpx.get(f"{phone}json", timeout=10).json()
     after = datetime.now(UTC)
     since = {i["id"]: datetime.fromisoformat(i["stopped_since"]) for i in report["instances"]}
     assert before - timedelta(hours=23, minutes=55) <= since["old-1"]
@@ -96,6 +99,13 @@ def test_the_first_reap_sees_the_stopped_time_the_fleet_gives(tmp_path: Path) ->
     assert before <= since["new-2"] <= after
     actions = {a["id"]: a["action"] for a in report["actions"]}
     assert actions == {"old-1": "warn"}
+    # The warning reached the emulated phone, with its buttons linking to `reaper serve`.
+    [warning] = [m for m in messages if "(runpod:old-1) will be terminated" in m["title"]]
+    labels = [action["label"] for action in warning["actions"]]
+    assert labels[:2] == ["Keep 1 day", "Keep 1 week"]
+    assert all(
+        a["url"].startswith(exports["REAPER_PUBLIC_URL"] + "/act/") for a in warning["actions"]
+    )
 
 
 def test_the_default_fleet_has_one_instance_due_within_minutes() -> None:

@@ -34,7 +34,10 @@ from reaper.settings.parse import ConfigError
 
 if TYPE_CHECKING:
     from emulators.fleet import Fleet
+    from emulators.phone import PhoneEmulator
 
+# Where the action links of the emulated phone's alerts point: `reaper serve`'s default address.
+SERVE_URL = "http://127.0.0.1:8080"
 NOT_INSTALLED = (
     "needs the emulators, which are not installed: pip install -e ./emulators in the"
     " repository (`make demo` installs them)"
@@ -61,10 +64,21 @@ def _load(fleet_path: str | None, emulators: Mapping[str, Any]) -> tuple[Fleet, 
         raise ConfigError(str(path), str(exc)) from None
 
 
-def export_lines(fleet: Fleet, emulators: Mapping[str, Any], state: Path | None) -> list[str]:
+def _phone() -> PhoneEmulator:
+    try:
+        from emulators.phone import PhoneEmulator
+    except ImportError:
+        raise ConfigError("reaper emulate", NOT_INSTALLED) from None
+    return PhoneEmulator()
+
+
+def export_lines(
+    fleet: Fleet, emulators: Mapping[str, Any], state: Path | None, phone: PhoneEmulator
+) -> list[str]:
     """The shell lines that point reaper at the (started) emulators: URLs, the fleet's (fake)
-    keys, and a state of its own, so that the emulated fleet never mixes with a real one's
-    records."""
+    keys, a state of its own, so that the emulated fleet never mixes with a real one's
+    records, and the emulated phone, a channel that reaches a person (so a warning there
+    licenses a termination), whose buttons link to `reaper serve` at its default address."""
 
     def keys(accounts: dict[str, str]) -> str:
         return ",".join(f"{name}={key}" for name, key in accounts.items())
@@ -74,6 +88,7 @@ def export_lines(fleet: Fleet, emulators: Mapping[str, Any], state: Path | None)
         values |= emulator.environment(keys(fleet.sections[name].accounts))
     if state is not None:
         values["REAPER_STATE"] = f"sqlite:///{state}"
+    values |= phone.environment() | {"REAPER_PUBLIC_URL": SERVE_URL}
     return [f"export {name}={shlex.quote(value)}" for name, value in values.items()]
 
 
@@ -136,6 +151,7 @@ def emulate_command(
     provider name (any free one for the others)."""
     classes = _emulators()
     checked, path = _load(fleet, classes)
+    phone = _phone()
     ports = ports or {}
     stop = stop or threading.Event()
     emulators = {
@@ -153,6 +169,7 @@ def emulate_command(
                     port = ports.get(name, 0)
                     print(f"reaper: cannot listen on 127.0.0.1:{port}: {reason}", file=sys.stderr)
                     return 1
+            phone.start()
             now = datetime.now(UTC)
             ids = {name: e.populate(checked.sections[name]) for name, e in emulators.items()}
             seed_stopped_clocks(checked, ids, state_dir / "state.db", now)
@@ -167,8 +184,12 @@ def emulate_command(
             )
             command = reaper_command()
             print(f"# In another shell, paste these lines, then try: {command} reap --dry-run")
-            for line in export_lines(checked, emulators, state_dir / "state.db"):
+            for line in export_lines(checked, emulators, state_dir / "state.db", phone):
                 print(line)
+            print(
+                f"# The phone (emulated): {phone.url}/ shows the alerts; its buttons act through"
+                f" `{command} serve` (on {SERVE_URL.removeprefix('http://')}) in that shell."
+            )
             print("# Ctrl-C stops the emulators (their fleet and this state go with them).")
             sys.stdout.flush()
             while not stop.wait(0.2):
@@ -178,4 +199,5 @@ def emulate_command(
     finally:
         for emulator in emulators.values():
             emulator.stop()
+        phone.stop()
         shutil.rmtree(state_dir, ignore_errors=True)
