@@ -6,14 +6,13 @@ opens one `Runtime` here and hands it, or its parts, to the passes: no pass buil
 notifier or a store of its own. A provider's clients are made per pass (`Runtime.clients`) and
 closed by it, as a pass's own.
 
-This module and the HTTP route table (`reaper.interfaces.http.ROUTES`) are reaper's two dynamic
-seams, where a module is imported by a name held in a string or only when it is first needed,
-so that a cold start pays for what it runs and no more: a provider's client module (its
-plugin's `client`, with the HTTP client and the pydantic models behind it) is imported when the
-first client is made — a Lambda container answering pings never loads one —, a provider's
-emulator (`reaper demo`, `reaper emulate`) only when one is started, and the passes when an
-entry point first runs one.
-"""
+This module, the HTTP route table (`reaper.interfaces.http.ROUTES`) and the chat channels'
+inbound side (`reaper.interfaces.inbound`) are reaper's dynamic seams, where a module is
+imported by a name held in a string or only when it is first needed, so that a cold start pays
+for what it runs and no more: a provider's client module (its plugin's `client`, with the HTTP
+client and the pydantic models behind it) is imported when the first client is made — a Lambda
+container answering pings never loads one —, a provider's emulator (`reaper demo`, `reaper
+emulate`) only when one is started, and the passes when an entry point first runs one."""
 
 from __future__ import annotations
 

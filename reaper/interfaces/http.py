@@ -12,10 +12,11 @@ process remembers (`reaper.store.failure`: logged at ERROR and alerted once, sho
 
 A cold ping stays cheap: this module imports what `/healthz` and `/ping` need and no more (the
 request, its answers and the `App` are in `reaper.interfaces.api`). The other routes live in
-`reaper.interfaces.routes` and `reaper.interfaces.web.routes`, which the route table names by
-import path and the first request for one imports — the route table is one of reaper's two
-dynamic seams (the other is `reaper.app.wiring`); and a ping without an alert is answered with
-no event loop at all (`respond` returns its `Response`; only what must wait — an alert to
+`reaper.interfaces.routes`, `reaper.interfaces.web.routes` and a chat channel's own package
+(its webhook, found by `reaper.interfaces.inbound`), which the route table names by import path
+and the first request for one imports — the route table is one of reaper's dynamic seams (with
+`reaper.app.wiring` and `reaper.interfaces.inbound`); and a ping without an alert is answered
+with no event loop at all (`respond` returns its `Response`; only what must wait — an alert to
 send, a provider to ask — comes back as an awaitable).
 """
 
