@@ -258,7 +258,7 @@ def _kit_ends_a_job(demo: _Demo, base: str) -> None:
     _print_alerts(demo.notifier.alerts[before:])
 
 
-def _press_keep(demo: _Demo, phone: PhoneEmulator) -> None:
+def _press_keep(phone: PhoneEmulator) -> None:
     """Keep 1 day, pressed on the phone under one warning: the phone's app POSTs the button's
     link, an empty body; the next pass spares that instance."""
     from emulators.demo import KEPT_FROM_PHONE
@@ -367,7 +367,7 @@ async def _run(state_dir: Path, stop: threading.Event | None) -> int:
                     if number == 3 and base is not None:
                         _heading("Saturday 17:05 — on the phone: Keep 1 day, under one warning")
                         clock.advance(timedelta(minutes=5))
-                        _press_keep(demo, phone)
+                        _press_keep(phone)
                 _summary(demo, emulators)
                 await _serve_or_stop(base, phone, stop)
         finally:
