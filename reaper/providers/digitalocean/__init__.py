@@ -98,7 +98,9 @@ PLUGIN = ProviderPlugin(
     client="reaper.providers.digitalocean.client:make",
     settings=SETTINGS,
     env_prefix="DIGITALOCEAN_",
-    kit=Kit(URL_VARIABLE, DEFAULT_API_URL, variables=(METADATA_VARIABLE,)),
+    kit=Kit(
+        URL_VARIABLE, DEFAULT_API_URL, variables=(METADATA_VARIABLE,), template="user-data script"
+    ),
     emulator="emulators.digitalocean:DigitalOceanEmulator",
     id_noun="dropletId",
     fetch_note=fetch_note,
