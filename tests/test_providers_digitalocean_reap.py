@@ -32,6 +32,7 @@ def test_a_powered_off_droplet_is_warned_then_destroyed_at_its_deadline(tmp_path
         assert "will be terminated in 2h" in warning.title
         assert "$3.39/h" in warning.body
         assert "A powered-off droplet still bills its full price" in warning.body
+        assert "of storage" not in warning.body, "a powered-off droplet bills its whole price"
         assert "a start and stop between two checks cannot be seen" in warning.body
         assert "digitalocean:" in warning.body and "name or tags" in warning.body
         w.advance(1)
@@ -40,6 +41,9 @@ def test_a_powered_off_droplet_is_warned_then_destroyed_at_its_deadline(tmp_path
         assert (action.action, action.done, action.confirmed) == ("terminate", True, True)
         assert w.deletes() == [f"/v2/droplets/{droplet}"]
         assert report.exit_code == 0
+        (done,) = [a for a in w.notifier.alerts if a.event == "terminated"]
+        assert "of storage" not in done.body
+        assert "that stops $2,474.70/month." in done.body
 
 
 def test_nothing_is_destroyed_without_a_warning_a_person_heard(tmp_path: Path) -> None:

@@ -188,6 +188,7 @@ def parse_droplet(raw: object, account: str, position: int = 0) -> Instance:
         # Only `created_at`: a start and stop between two checks cannot be seen.
         restart_visible=False,
         state_note=POWERED_OFF_NOTE if state == "stopped" else "",
+        stopped_bills_storage=False,
         stalled=_stalled(droplet.status, state),
     )
 
