@@ -1,7 +1,6 @@
 """DigitalOcean is one package: outside `reaper/providers/digitalocean/`, the only code of
-`reaper/` that names it is its registry line (and the request layer's notes on the rate-limit
-header shapes it paces by). Everything else — settings, secrets, hosts, words in alerts — is
-derived from the plugin."""
+`reaper/` that names it is its registry line. Everything else — settings, secrets, hosts, words
+in alerts — is derived from the plugin."""
 
 from __future__ import annotations
 
@@ -11,14 +10,7 @@ from pathlib import Path
 PACKAGE = Path(__file__).resolve().parents[1] / "reaper"
 OWN = PACKAGE / "providers" / "digitalocean"
 NAMED = re.compile(r"digital\s*ocean|droplet", re.IGNORECASE)
-ALLOWED = {
-    "providers/registry.py": ['"digitalocean": "reaper.providers.digitalocean",'],
-    # The header shapes the shared pacing reads, each named by its provider.
-    "providers/pacing.py": [
-        "- DigitalOcean: `ratelimit-remaining` and `ratelimit-reset`, the reset in Unix epoch"
-        " seconds."
-    ],
-}
+ALLOWED = {"providers/registry.py": ['"digitalocean": "reaper.providers.digitalocean",']}
 
 
 def test_nothing_outside_its_package_names_digitalocean_but_the_registry() -> None:

@@ -89,8 +89,8 @@ class Instance(BaseModel):
     # The provider's own words about this state, for warnings and alerts ("... still means to
     # run it: it resumes if your bid wins"); empty when there is nothing to add.
     state_note: str = ""
-    # False where a stopped one bills its whole price, not its storage (a powered-off droplet):
-    # what it bills is then never called storage.
+    # False where a stopped one bills its whole price, not its storage (a provider whose
+    # powered-off machines bill in full): what it bills is then never called storage.
     stopped_bills_storage: bool = True
     # Set by the provider when the instance is in a state that bills and may never end by
     # itself (starting that never finishes, waiting for a GPU, in error, an abandoned start):

@@ -176,8 +176,8 @@ def terminated(inst: Instance, storage_per_month: float | None) -> Alert:
     if storage_per_month is None and inst.cost_per_hour is not None:
         storage_per_month = inst.cost_per_hour * HOURS_PER_MONTH
     saved = (
-        # What it billed stopped: storage on most providers, a powered-off droplet's whole
-        # price (the record it is announced from does not say which).
+        # What it billed stopped: storage on most providers, the whole price on some (the
+        # record it is announced from does not say which).
         f"; that stops {money(storage_per_month)}/month" if storage_per_month is not None else ""
     )
     since = f" (stopped since {utc(inst.stopped_since)})" if inst.stopped_since else ""
