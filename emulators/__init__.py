@@ -1,5 +1,6 @@
-"""Local emulators of the RunPod and Vast APIs: faithful to the providers' published specs, and
-to the live APIs where public clients show them answering otherwise (each such place says so).
+"""Local emulators of the RunPod, Vast and DigitalOcean APIs: faithful to the providers'
+published specs, and to the live APIs where public clients show them answering otherwise (each
+such place says so).
 
 Every test, `reaper demo`, `reaper emulate` and the benchmarks run against these over real HTTP
 on loopback. They are not part of the `reaper` package: `pip install -e ./emulators`.
@@ -13,8 +14,16 @@ at it:
         # VAST_API_URL=vast.url
 """
 
+from emulators.digitalocean import DigitalOceanEmulator
 from emulators.runpod import RunPodEmulator
 from emulators.server import EmulatorServer, RequestRecord, Response
 from emulators.vast import VastEmulator
 
-__all__ = ["EmulatorServer", "RequestRecord", "Response", "RunPodEmulator", "VastEmulator"]
+__all__ = [
+    "DigitalOceanEmulator",
+    "EmulatorServer",
+    "RequestRecord",
+    "Response",
+    "RunPodEmulator",
+    "VastEmulator",
+]

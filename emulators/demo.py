@@ -12,6 +12,8 @@ from typing import Any
 WATCHED = ("runpod", "llm-finetune-a1")
 # (provider, instance id): the instance whose job's message goes through /alert.
 MESSAGING = ("vast", "4242001")
+# (provider, instance id): the instance whose warning gets Keep 1 day pressed on the phone.
+KEPT_FROM_PHONE = ("vast", "4242002")
 # What the kit finds in the watched pod's environment besides reaper's URLs: the pod's id and
 # a pod-scoped key, as RunPod sets them inside every pod.
 KIT_ENV = {"RUNPOD_POD_ID": WATCHED[1], "RUNPOD_API_KEY": "pod-scoped-key-not-secret"}

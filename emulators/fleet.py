@@ -12,6 +12,11 @@
       }
     }
 
+Every entry may also say how long it has been stopped when the emulators start
+(`"stopped_for": "23h55m"`, a stopped one only): no provider reports when an instance stopped,
+so `reaper emulate` seeds its own state with that clock, and warnings and terminations can be
+seen without waiting a day.
+
 Every section and field is optional (`fleet.example.json` beside this module shows them all);
 an unknown field, a wrong type or an unknown status is one line naming where it is
 (`runpod.pods[2].status: expected one of ...`), so that a typo never serves a different fleet
@@ -26,13 +31,21 @@ import json
 import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field
+from datetime import datetime, timedelta
 from pathlib import Path
 from typing import Any, Protocol
+
+from reaper.settings.parse import ConfigError, parse_duration
 
 EXAMPLE = Path(__file__).resolve().parent / "fleet.example.json"
 
 _ACCOUNT = re.compile(r"[A-Za-z0-9_.-]{1,64}")
 _KEY = re.compile(r"[A-Za-z0-9_.-]{8,200}")
+# The field every entry may carry beside its emulator's own.
+STOPPED_FOR = "stopped_for"
+# Before its stopped stretch an instance was created (and last started) this long: a stretch
+# never begins before the instance's own creation or start.
+RAN_BEFORE = timedelta(hours=1)
 
 
 class FleetError(ValueError):
@@ -41,9 +54,19 @@ class FleetError(ValueError):
 
 @dataclass
 class ProviderFleet:
+    """`stopped_for`: per entry (same order), how long it has been stopped when the emulator
+    starts, None where the file says nothing."""
+
     accounts: dict[str, str]
     balances: dict[str, float] = field(default_factory=dict)
     entries: list[dict[str, Any]] = field(default_factory=list)
+    stopped_for: list[timedelta | None] = field(default_factory=list)
+
+    def born(self, index: int, now: datetime) -> datetime | None:
+        """When entry `index` was created and last started, for one stopped `stopped_for`
+        ago: an hour before that (None: the emulator's own default, now)."""
+        age = self.stopped_for[index] if index < len(self.stopped_for) else None
+        return None if age is None else now - age - RAN_BEFORE
 
 
 @dataclass
@@ -66,6 +89,10 @@ class Emulated(Protocol):
     FLEET_FIELDS: tuple[str, ...]
     FLEET_ID: str
     DEFAULT_KEY: str
+    # The field of an entry that holds its status, and the statuses reaper reads as stopped
+    # (the only ones a `stopped_for` fits).
+    FLEET_STATUS: str
+    FLEET_STOPPED: tuple[str, ...]
 
     @staticmethod
     def fleet_entry(value: Any, where: str, accounts: Mapping[str, str]) -> dict[str, Any]: ...
@@ -160,15 +187,38 @@ def _provider(data: dict[str, Any], name: str, emulator: Emulated) -> ProviderFl
     items = section.get(listed, [])
     if not isinstance(items, list):
         raise FleetError(f"{name}.{listed}: expected a list, got {_kind(items)}")
-    entries = [
-        emulator.fleet_entry(item, f"{name}.{listed}[{i}]", accounts)
-        for i, item in enumerate(items)
-    ]
+    entries: list[dict[str, Any]] = []
+    stopped_for: list[timedelta | None] = []
+    for i, item in enumerate(items):
+        where = f"{name}.{listed}[{i}]"
+        own = dict(item) if isinstance(item, dict) else item
+        age = own.pop(STOPPED_FOR, None) if isinstance(own, dict) else None
+        entries.append(emulator.fleet_entry(own, where, accounts))
+        stopped_for.append(None if age is None else _stopped_for(age, own, where, emulator))
     ids = [e[id_key] for e in entries if id_key in e]
     for i, entry_id in enumerate(ids):
         if entry_id in ids[:i]:
             raise FleetError(f"{name}.{listed}: the id {entry_id!r} is used twice")
-    return ProviderFleet(accounts=accounts, balances=balances, entries=entries)
+    return ProviderFleet(
+        accounts=accounts, balances=balances, entries=entries, stopped_for=stopped_for
+    )
+
+
+def _stopped_for(value: Any, entry: dict[str, Any], where: str, emulator: Emulated) -> timedelta:
+    """A duration, on an entry whose status reaper reads as stopped."""
+    where = f"{where}.{STOPPED_FOR}"
+    text = checked_string(value, where)
+    try:
+        age = parse_duration(text, where)
+    except ConfigError:
+        raise FleetError(
+            f"{where}: expected a duration like 30m, 23h55m or 3d, got {text!r}"
+        ) from None
+    status = emulator.FLEET_STATUS
+    if entry.get(status) not in emulator.FLEET_STOPPED:
+        stopped = " or ".join(emulator.FLEET_STOPPED)
+        raise FleetError(f"{where}: only a stopped one ({status} {stopped}) has a stopped time")
+    return age
 
 
 def parse_fleet(data: Any, emulators: Mapping[str, Emulated]) -> Fleet:

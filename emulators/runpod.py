@@ -144,6 +144,8 @@ class RunPodEmulator(EmulatorServer[str, _Pod]):
     FLEET_FIELDS = _POD_FIELDS
     FLEET_ID = "pod_id"
     DEFAULT_KEY = "rp-emulated-key-not-secret"
+    FLEET_STATUS = "status"
+    FLEET_STOPPED = ("EXITED",)
     fleet_entry = staticmethod(_pod)
 
     def __init__(
@@ -205,12 +207,16 @@ class RunPodEmulator(EmulatorServer[str, _Pod]):
             "RUNPOD_API_KEY": keys,
         }
 
-    def populate(self, section: ProviderFleet) -> None:
-        """Its section of a fleet file, into this (started) emulator."""
-        for pod in section.entries:
-            self.add_pod(**pod)
+    def populate(self, section: ProviderFleet) -> list[str]:
+        """Its section of a fleet file, into this (started) emulator; the pods' ids, in order."""
+        now = self._now()
+        ids = [
+            self.add_pod(**pod, created_at=section.born(i, now))
+            for i, pod in enumerate(section.entries)
+        ]
         for name, amount in section.balances.items():
             self.set_balance(name, client_balance=amount)
+        return ids
 
     # ---- fleet control ---------------------------------------------------------------------
 

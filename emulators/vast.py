@@ -131,6 +131,8 @@ class VastEmulator(EmulatorServer[int, FleetEntry]):
     FLEET_FIELDS = _INSTANCE_FIELDS
     FLEET_ID = "instance_id"
     DEFAULT_KEY = "vast-emulated-key-not-secret"
+    FLEET_STATUS = "actual_status"
+    FLEET_STOPPED = ("stopped", "exited")
     fleet_entry = staticmethod(_instance)
 
     def __init__(
@@ -168,12 +170,17 @@ class VastEmulator(EmulatorServer[int, FleetEntry]):
         """The variables that point reaper at this emulator, `keys` its accounts' keys."""
         return {"VAST_API_URL": self.url, "VAST_API_KEY": keys}
 
-    def populate(self, section: ProviderFleet) -> None:
-        """Its section of a fleet file, into this (started) emulator."""
-        for inst in section.entries:
-            self.add_instance(**inst)
+    def populate(self, section: ProviderFleet) -> list[str]:
+        """Its section of a fleet file, into this (started) emulator; the instances' ids, in
+        order."""
+        ids = []
+        for i, inst in enumerate(section.entries):
+            born = section.born(i, self._now())
+            start = None if born is None else born.timestamp()
+            ids.append(str(self.add_instance(**inst, start_date=start)))
         for name, amount in section.balances.items():
             self.set_user(name, balance=amount, credit=amount)
+        return ids
 
     # ---- fleet control ---------------------------------------------------------------------
 

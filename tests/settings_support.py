@@ -15,6 +15,7 @@ from reaper.channels.ntfy import NtfySettings
 from reaper.channels.slack import SlackSettings
 from reaper.channels.telegram.send import TelegramSettings
 from reaper.channels.webhook import WebhookSettings
+from reaper.providers.digitalocean import DigitalOceanSettings
 from reaper.providers.runpod import RunPodSettings
 from reaper.providers.vast import VastSettings
 from reaper.settings.model import Settings
@@ -26,6 +27,8 @@ _PROVIDER_KEYS = {
     "runpod_graphql_url",
     "vast_accounts",
     "vast_api_url",
+    "digitalocean_accounts",
+    "digitalocean_api_url",
 }
 _CHANNEL_KEYS = {
     "telegram_bot_token",
@@ -69,6 +72,18 @@ def _providers(base: Settings, values: dict[str, Any]) -> tuple[ProviderSettings
         out.append(
             VastSettings(
                 accounts=vast_accounts, api_url=values.get("vast_api_url", old_vast.api_url)
+            )
+        )
+    docean = base.provider("digitalocean")
+    do_accounts: tuple[Account, ...] = values.get(
+        "digitalocean_accounts", docean.accounts if docean else ()
+    )
+    if do_accounts or "digitalocean_api_url" in values:
+        old_do = docean if isinstance(docean, DigitalOceanSettings) else DigitalOceanSettings()
+        out.append(
+            DigitalOceanSettings(
+                accounts=do_accounts,
+                api_url=values.get("digitalocean_api_url", old_do.api_url),
             )
         )
     return tuple(p for p in out if p.accounts)

@@ -210,7 +210,7 @@ def test_a_malformed_dotenv_line_is_an_error(tmp_path: Path) -> None:
 def test_reap_requires_a_provider_key() -> None:
     with pytest.raises(ConfigError) as err:
         load({}).require_provider_keys()
-    assert str(err.value) == "RUNPOD_API_KEY / VAST_API_KEY: set at least one"
+    assert str(err.value) == "RUNPOD_API_KEY / VAST_API_KEY / DIGITALOCEAN_TOKEN: set at least one"
 
 
 def run_cli(*args: str, env: dict[str, str], cwd: Path) -> subprocess.CompletedProcess[str]:
@@ -236,10 +236,13 @@ def test_cli_bad_config_is_one_line_on_stderr_and_exit_2(tmp_path: Path, extra: 
     assert "Traceback" not in result.stderr
 
 
-def test_cli_reap_without_keys_names_both_variables(tmp_path: Path) -> None:
+def test_cli_reap_without_keys_names_every_key_variable(tmp_path: Path) -> None:
     result = run_cli("reap", env={}, cwd=tmp_path)
     assert result.returncode == 2
-    assert result.stderr.strip() == "reaper: RUNPOD_API_KEY / VAST_API_KEY: set at least one"
+    assert (
+        result.stderr.strip()
+        == "reaper: RUNPOD_API_KEY / VAST_API_KEY / DIGITALOCEAN_TOKEN: set at least one"
+    )
     assert not (tmp_path / "state").exists()
 
 

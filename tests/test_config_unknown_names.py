@@ -162,7 +162,10 @@ def test_otherwise_an_unknown_name_is_one_warning_and_the_command_goes_on(
     )
     if args[0] == "reap":
         assert result.returncode == 2
-        assert lines[1] == "reaper: RUNPOD_API_KEY / VAST_API_KEY: set at least one"
+        assert (
+            lines[1]
+            == "reaper: RUNPOD_API_KEY / VAST_API_KEY / DIGITALOCEAN_TOKEN: set at least one"
+        )
     else:  # no state yet: the command's own one line follows the warning
         assert len(lines) == 2 and "REAPER_STOPED_TTL" not in lines[1]
 

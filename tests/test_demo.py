@@ -61,7 +61,9 @@ def test_the_reap_loop_warns_terminates_and_proves_it(output: str) -> None:
     assert "will be terminated in 1h (2026-11-28 18:00 UTC)" in output
     assert output.count("terminated  stopped for 1d") == 3
     assert "Terminated sweep-lr-3e-4 (runpod:sweep-lr-3e4-b2)" in output
-    assert "Mutating calls the emulators received: RunPod 1, Vast 2." in output
+    assert "Terminated l40s-render (digitalocean:448543584)" in output
+    assert "A powered-off droplet still bills its full price" in output
+    assert "Mutating calls the emulators received: RunPod 1, Vast 1, DigitalOcean 1." in output
     assert "Vast demo: balance lasts about" in output  # the runway guard
 
 
@@ -90,3 +92,21 @@ def test_the_warnings_show_the_phone_buttons(output: str) -> None:
 
 def test_the_status_page_address_is_printed(output: str) -> None:
     assert re.search(r"status page: http://127\.0\.0\.1:\d+/ \(admin key demo-", output)
+
+
+def test_keep_pressed_on_the_phone_spares_the_instance_in_the_next_pass(output: str) -> None:
+    """The warning reached the emulated phone through reaper's ntfy channel; its Keep button
+    is a link to the demo's own server, and pass 4 leaves that instance alone."""
+    pressed = output.split("on the phone: Keep 1 day", 1)[1]
+    assert "pressed under: bid-a100-sweep (vast:4242002) will be terminated" in pressed
+    assert "→ HTTP 200: Kept bid-a100-sweep (vast:4242002) until" in pressed
+    pass_4 = output.split("━━ pass 4", 1)[1].split("━━ pass 5", 1)[0]
+    [row] = [line for line in pass_4.splitlines() if line.startswith("vast ") and "4242002" in line]
+    assert "protect" in row and "kept" in row
+    assert "Terminated bid-a100-sweep" not in output
+
+
+def test_the_last_line_says_how_to_keep_the_page_up(output: str) -> None:
+    last = output.strip().splitlines()[-1]
+    assert re.search(r"status page \(http://127\.0\.0\.1:\d+/\) and the phone stopped", last)
+    assert last.endswith("demo --serve` keeps them up until Ctrl-C."), last

@@ -63,7 +63,11 @@ def test_emulate_prints_the_exports_and_reaper_works_against_them(tmp_path: Path
             "RUNPOD_API_KEY",
             "VAST_API_URL",
             "VAST_API_KEY",
+            "DIGITALOCEAN_API_URL",
+            "DIGITALOCEAN_TOKEN",
             "REAPER_STATE",
+            "NTFY_URL",
+            "REAPER_PUBLIC_URL",
         }
         assert exports["RUNPOD_API_URL"].startswith("http://127.0.0.1:")
         assert exports["RUNPOD_API_URL"].endswith("/v2")
@@ -73,6 +77,7 @@ def test_emulate_prints_the_exports_and_reaper_works_against_them(tmp_path: Path
         dry = reaper(tmp_path, exports, "reap", "--dry-run", "--all")
         assert dry.returncode == 0, dry.stderr
         assert "llm-finetune" in dry.stdout and "bid-a100-sweep" in dry.stdout
+        assert "l40s-render" in dry.stdout
         assert reaper(tmp_path, exports, "reap").returncode == 0
         kept = reaper(tmp_path, exports, "keep", "runpod:sweep-lr-3e4-b2", "--for", "2w")
         assert kept.returncode == 0 and "sweep-lr-3e-4" in kept.stdout

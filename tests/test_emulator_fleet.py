@@ -10,23 +10,43 @@ from typing import Any
 
 import pytest
 
-from emulators import RunPodEmulator, VastEmulator
-from emulators.fleet import EXAMPLE, FleetError, load_fleet, parse_fleet
+from emulators import DigitalOceanEmulator, RunPodEmulator, VastEmulator
+from emulators.fleet import EXAMPLE, STOPPED_FOR, FleetError, load_fleet, parse_fleet
+from reaper.app.wiring import emulator
+from reaper.providers.plugins import plugins
 
 ROOT = Path(__file__).resolve().parents[1]
-# The emulators whose sections a fleet file holds, by provider name.
-EMULATORS = {"runpod": RunPodEmulator, "vast": VastEmulator}
+# The emulators whose sections a fleet file holds, by provider name: each provider's plugin
+# names its own.
+EMULATORS = {provider.name: emulator(provider) for provider in plugins()}
 
 
-def test_the_example_loads_and_populates_both_emulators() -> None:
+def test_every_provider_has_its_section_in_registry_order() -> None:
+    assert list(EMULATORS.items()) == [
+        ("runpod", RunPodEmulator),
+        ("vast", VastEmulator),
+        ("digitalocean", DigitalOceanEmulator),
+    ]
+
+
+def test_the_example_loads_and_populates_every_emulator() -> None:
     fleet = load_fleet(EXAMPLE, EMULATORS)
-    assert fleet.size == (4, 3)
+    assert fleet.size == (4, 3, 3)
     with (
         RunPodEmulator(fleet.sections["runpod"].accounts) as runpod,
         VastEmulator(fleet.sections["vast"].accounts) as vast,
+        DigitalOceanEmulator(fleet.sections["digitalocean"].accounts) as docean,
     ):
         runpod.populate(fleet.sections["runpod"])
         vast.populate(fleet.sections["vast"])
+        docean.populate(fleet.sections["digitalocean"])
+        assert docean.droplet_ids() == [448543583, 448543584, 448543585]
+        off = docean.droplet(448543584)
+        assert off is not None and off["status"] == "off"
+        assert off["size"]["price_hourly"] == pytest.approx(1.57)
+        assert "gpu_info" in off
+        kept = docean.droplet(448543585)
+        assert kept is not None and kept["tags"] == ["reaper:keep"]
         assert sorted(runpod.pod_ids()) == [
             "dataset-cache-c3",
             "llm-finetune-a1",
@@ -43,15 +63,16 @@ def test_the_example_loads_and_populates_both_emulators() -> None:
 def test_every_field_the_loader_takes_is_documented() -> None:
     page = (ROOT / "docs" / "demo.md").read_text(encoding="utf-8")
     section = page[page.index("### `reaper emulate`") :]
-    fields = (*RunPodEmulator.FLEET_FIELDS, *VastEmulator.FLEET_FIELDS)
-    for name in (*fields, "accounts", "balances"):
+    fields = [field for found in EMULATORS.values() for field in found.FLEET_FIELDS]
+    lists = [f"{found.FLEET_LIST}[]" for found in EMULATORS.values()]
+    for name in (*fields, *lists, STOPPED_FOR, "accounts", "balances"):
         assert f"`{name}`" in section, name
 
 
 def test_an_empty_file_is_a_fleet_of_nothing_with_one_account_each() -> None:
     fleet = parse_fleet({}, EMULATORS)
-    assert fleet.size == (0, 0)
-    assert [list(s.accounts) for s in fleet.sections.values()] == [["emulated"], ["emulated"]]
+    assert fleet.size == (0, 0, 0)
+    assert [list(s.accounts) for s in fleet.sections.values()] == [["emulated"]] * 3
 
 
 @pytest.mark.parametrize(
@@ -100,6 +121,30 @@ def test_an_empty_file_is_a_fleet_of_nothing_with_one_account_each() -> None:
             {"vast": {"instances": [{"id": 1}, {"id": 1}]}},
             "vast.instances: the id 1 is used twice",
         ),
+        (
+            {"digitalocean": {"droplets": [{"status": "powered_off"}]}},
+            "digitalocean.droplets[0].status: expected one of new, active, off, archive",
+        ),
+        (
+            {"digitalocean": {"droplets": [{"gpu": "h100"}]}},
+            "digitalocean.droplets[0].gpu: expected false or one of gpu-h100x1-80gb",
+        ),
+        (
+            {"digitalocean": {"droplets": [{"tags": "reaper:keep"}]}},
+            "digitalocean.droplets[0].tags: expected a list of strings",
+        ),
+        (
+            {"digitalocean": {"droplets": [{"locked": 1}]}},
+            "digitalocean.droplets[0].locked: expected true or false",
+        ),
+        (
+            {"digitalocean": {"droplets": [{"id": "448543583"}]}},
+            "digitalocean.droplets[0].id: expected a whole number",
+        ),
+        (
+            {"digitalocean": {"droplets": [{"id": 7}, {"id": 7}]}},
+            "digitalocean.droplets: the id 7 is used twice",
+        ),
     ],
 )
 def test_each_mistake_is_one_line_naming_its_place(data: Any, message: str) -> None:
@@ -125,3 +170,14 @@ def test_a_null_vast_label_and_status_are_what_vast_answers() -> None:
     vast = fleet.sections["vast"]
     assert vast.entries[0]["label"] is None and vast.entries[0]["actual_status"] is None
     json.dumps(vast.entries)
+
+
+def test_a_plain_droplet_is_one_a_gpu_listing_never_shows() -> None:
+    fleet = parse_fleet(
+        {"digitalocean": {"droplets": [{"gpu": False, "status": "off"}]}}, EMULATORS
+    )
+    with DigitalOceanEmulator(fleet.sections["digitalocean"].accounts) as docean:
+        docean.populate(fleet.sections["digitalocean"])
+        [droplet_id] = docean.droplet_ids()
+        droplet = docean.droplet(droplet_id)
+        assert droplet is not None and "gpu_info" not in droplet

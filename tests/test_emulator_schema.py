@@ -24,6 +24,7 @@ from referencing import Registry, Resource
 from referencing.jsonschema import DRAFT202012
 
 from emulators import RunPodEmulator, VastEmulator
+from tests.openapi_support import openapi30_to_jsonschema, pointer
 
 RP_KEY = "rp-schema-key-0006"
 VAST_KEY = "vast-schema-key-0006"
@@ -41,22 +42,6 @@ def web() -> Iterator[httpx.Client]:
 REFERENCE = Path(__file__).resolve().parent / "specs"
 
 
-def openapi30_to_jsonschema(node: Any) -> Any:
-    """OpenAPI 3.0 `nullable: true` is JSON Schema's `type: [T, "null"]` (and a null in any
-    `enum`); everything else in these files is valid 2020-12 as it stands."""
-    if isinstance(node, list):
-        return [openapi30_to_jsonschema(item) for item in node]
-    if not isinstance(node, dict):
-        return node
-    converted = {k: openapi30_to_jsonschema(v) for k, v in node.items() if k != "nullable"}
-    if node.get("nullable") is True:
-        if isinstance(converted.get("type"), str):
-            converted["type"] = [converted["type"], "null"]
-        if isinstance(converted.get("enum"), list):
-            converted["enum"] = [*converted["enum"], None]
-    return converted
-
-
 @cache
 def registry() -> Registry:
     resources = [
@@ -72,10 +57,6 @@ def registry() -> Registry:
         (uri, Resource.from_contents(doc, default_specification=DRAFT202012))
         for uri, doc in resources
     )
-
-
-def pointer(*parts: str) -> str:
-    return "/".join(p.replace("~", "~0").replace("/", "~1") for p in parts)
 
 
 def check(instance: Any, ref: str) -> None:

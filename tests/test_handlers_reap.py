@@ -118,7 +118,8 @@ def test_no_provider_key_is_a_config_error_naming_the_parameters(
     assert result["ok"] is False
     assert result["exit_code"] == 2
     assert result["error"].startswith(
-        "/reaper/test/RUNPOD_API_KEY / /reaper/test/VAST_API_KEY: set at least one"
+        "/reaper/test/RUNPOD_API_KEY / /reaper/test/VAST_API_KEY"
+        " / /reaper/test/DIGITALOCEAN_TOKEN: set at least one"
     )
     [line] = [e for e in json_lines(capsys.readouterr().err) if e.get("function") == "reap"]
     assert line["result"] == "config_error"

@@ -34,4 +34,4 @@ def test_the_variables_the_kit_reads_of_an_instance_are_the_plugins() -> None:
     text = COMMON.read_text(encoding="utf-8")
     for provider in plugins():
         for variable in provider.kit.variables:
-            assert f"${{{variable}:-}}" in text or f"${variable}" in text, variable
+            assert f"${{{variable}:-" in text or f"${variable}" in text, variable

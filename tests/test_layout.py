@@ -261,11 +261,6 @@ def _own_package(path: Path) -> str | None:
 REGISTRIES = (PACKAGE / "providers" / "registry.py", PACKAGE / "channels" / "registry.py")
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="providers/pacing.py's DigitalOcean line: reworded by the branch that merges"
-    " DigitalOcean there (left to that helper)",
-)
 def test_nothing_outside_an_integrations_own_package_names_it() -> None:
     """Provider and channel names and their env prefixes appear only in the integration's own
     package (and its one line in its registry); an integration names no other."""

@@ -8,10 +8,12 @@ from __future__ import annotations
 from reaper.app import known, ssm
 from reaper.app.settings import known_variables
 
-# As they were written in the code before the lists were derived.
+# As they were written in the code before the lists were derived, and DigitalOcean's, which its
+# plugin alone added.
 SECRET_VARIABLES = {
     "RUNPOD_API_KEY",
     "VAST_API_KEY",
+    "DIGITALOCEAN_TOKEN",
     "TELEGRAM_BOT_TOKEN",
     "TELEGRAM_CHAT_ID",
     "BARK_URL",
@@ -28,6 +30,7 @@ SHARED_PREFIXES = (
     "HEARTBEAT_",
     "RUNPOD_",
     "VAST_",
+    "DIGITALOCEAN_",
     "TELEGRAM_",
     "BARK_",
     "NTFY_",
@@ -47,6 +50,9 @@ PLUGIN_VARIABLES = {
     "RUNPOD_POD_ID",
     "VAST_API_KEY",
     "VAST_API_URL",
+    "DIGITALOCEAN_TOKEN",
+    "DIGITALOCEAN_API_URL",
+    "DIGITALOCEAN_METADATA_URL",
     "TELEGRAM_BOT_TOKEN",
     "TELEGRAM_CHAT_ID",
     "TELEGRAM_API_URL",
@@ -65,7 +71,7 @@ def test_the_secrets_read_from_ssm_are_todays() -> None:
     assert set(ssm.SECRET_VARIABLES) == SECRET_VARIABLES
     assert len(ssm.SECRET_VARIABLES) == len(SECRET_VARIABLES)
     assert {"TELEGRAM_CHAT_ID"} == ssm.NOT_SECRET
-    assert ssm.PROVIDER_KEYS == ("RUNPOD_API_KEY", "VAST_API_KEY")
+    assert ssm.PROVIDER_KEYS == ("RUNPOD_API_KEY", "VAST_API_KEY", "DIGITALOCEAN_TOKEN")
 
 
 def test_the_shared_prefixes_are_todays_in_their_order() -> None:

@@ -23,7 +23,7 @@ from tests.settings_support import replaced
 
 
 def test_the_demo_fleet_on_the_status_page(tmp_path: Path) -> None:
-    from emulators import RunPodEmulator, VastEmulator
+    from emulators import DigitalOceanEmulator, RunPodEmulator, VastEmulator
     from emulators.channels import RecordingNotifier
     from emulators.clock import FakeClock
     from emulators.demo import extras
@@ -35,8 +35,14 @@ def test_the_demo_fleet_on_the_status_page(tmp_path: Path) -> None:
         RunPodEmulator({"demo": "rp-demo-key"}, now=clock.now, delete_linger_reads=1) as runpod,
         VastEmulator({"demo": "vast-demo-key"}, now=clock.now, delete_linger_reads=1) as vast,
     ):
-        # The demo's fleet: the example's, and what the demo stages beyond it.
-        fleet = load_fleet(EXAMPLE, {"runpod": RunPodEmulator, "vast": VastEmulator})
+        # The demo's fleet: the example's (its RunPod and Vast parts), and what the demo stages
+        # beyond it.
+        every = {
+            "runpod": RunPodEmulator,
+            "vast": VastEmulator,
+            "digitalocean": DigitalOceanEmulator,
+        }
+        fleet = load_fleet(EXAMPLE, every)
         runpod.populate(fleet.sections["runpod"])
         vast.populate(fleet.sections["vast"])
         extras({"runpod": runpod, "vast": vast})

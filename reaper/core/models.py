@@ -64,6 +64,9 @@ class Instance(BaseModel):
     cost_per_hour: float | None = None
     # The provider's lock flag: its owner asked that it never be stopped or reset; never touched.
     locked: bool = False
+    # The provider's tags, where it has them: like the name, a tag that carries the protect
+    # marker protects the instance.
+    tags: tuple[str, ...] = ()
     # The cluster of a cluster member: the provider cannot delete it on its own.
     cluster_id: str | None = None
     # GPU utilisation in percent (0-100), averaged over the instance's GPUs; None when unknown.
@@ -86,6 +89,9 @@ class Instance(BaseModel):
     # The provider's own words about this state, for warnings and alerts ("... still means to
     # run it: it resumes if your bid wins"); empty when there is nothing to add.
     state_note: str = ""
+    # False where a stopped one bills its whole price, not its storage (a provider whose
+    # powered-off machines bill in full): what it bills is then never called storage.
+    stopped_bills_storage: bool = True
     # Set by the provider when the instance is in a state that bills and may never end by
     # itself (starting that never finishes, waiting for a GPU, in error, an abandoned start):
     # what it is, in a few words. Alerted once it lasts REAPER_STUCK_AFTER; never reaped for it.

@@ -14,9 +14,10 @@ The rules, in the order they are applied to each instance:
    the future is unreadable (the recorded stretch is kept), never a restart.
 2. Only a stopped instance can be acted on. Everything else is left alone ("can't read it →
    assume busy").
-3. Protected (the marker in its name/label, the provider's lock, `reaper keep`, or a protection
-   field the provider's answer does not let us read) → `protect`. Past its deadline with only
-   an unreadable field protecting it, that is an exemption a person must hear of.
+3. Protected (the marker in its name/label or one of its tags, the provider's lock, `reaper
+   keep`, or a protection field the provider's answer does not let us read) → `protect`. Past
+   its deadline with only an unreadable field protecting it, that is an exemption a person
+   must hear of.
 4. Asked from the phone ("terminate now", a request bound to this stretch, in this mode) →
    `terminate` without waiting for the deadline: the person who asked read the warning.
    Everything else still holds (stopped, unprotected, not kept, cluster members and observe
@@ -78,6 +79,8 @@ def protection_reason(inst: Instance, history: History, now: datetime, marker: s
         return f"locked on {inst.provider_label or inst.provider}"
     if marker and marker in inst.name:
         return f"name contains the protect marker {marker!r}"
+    if _tagged(inst, marker):
+        return f"a tag contains the protect marker {marker!r}"
     kept = history.kept.get(inst.key)
     if kept is not None and kept.active(now):
         until = f" until {utc(kept.until)}" if kept.until else ""
@@ -92,9 +95,15 @@ def unreadable_exemption(inst: Instance, history: History, now: datetime, marker
     deliberate = (
         inst.locked
         or (bool(marker) and marker in inst.name)
+        or _tagged(inst, marker)
         or (kept is not None and kept.active(now))
     )
     return inst.protection_unreadable is not None and not deliberate
+
+
+def _tagged(inst: Instance, marker: str) -> bool:
+    """One of the provider's tags carries the protect marker (tags protect like the name)."""
+    return bool(marker) and any(marker in tag for tag in inst.tags)
 
 
 def stretch_request(

@@ -149,7 +149,12 @@ def build_parser() -> argparse.ArgumentParser:
         webhook.add_argument(
             "--delete", action="store_true", help="stop the webhook: `serve` long-polls again"
         )
-    commands.add_parser("demo", help="the whole loop against built-in emulated providers")
+    demo = commands.add_parser("demo", help="the whole loop against built-in emulated providers")
+    demo.add_argument(
+        "--serve",
+        action="store_true",
+        help="then keep the demo's status page and its emulated phone up until Ctrl-C",
+    )
 
     _emulate_parser(commands)
     commands.add_parser(
@@ -429,7 +434,7 @@ def _run_webhook(args: argparse.Namespace, settings: Settings) -> int:
 def _run_demo(args: argparse.Namespace, settings: Settings) -> int:
     from reaper.interfaces.demo import demo_command
 
-    return demo_command()
+    return demo_command(serve=args.serve)
 
 
 def _run_emulate(args: argparse.Namespace, settings: Settings) -> int:

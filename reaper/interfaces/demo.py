@@ -7,7 +7,10 @@ then runs real passes over real HTTP while a fake clock jumps forward: first sig
 dead-man's switch catching a watchdog that went silent while its pod bills, a job's message
 forwarded through `/alert`, the on-instance kit ending a job (dry run), the warning an hour
 before the deadline, the termination and its confirmation by re-listing. What it prints is what
-a user would see, plus the alerts that would have reached their phone.
+a user would see, plus the alerts that reached their phone: the demo's alerts go through reaper's
+real push channel into an emulated phone (`emulators.phone`), whose buttons are links to
+`/act/<token>` on the demo's own server — the demo presses one (Keep) and the next pass spares
+that instance. `reaper demo --serve` then keeps the status page and the phone up until Ctrl-C.
 """
 
 from __future__ import annotations
@@ -16,8 +19,10 @@ import asyncio
 import os
 import re
 import shutil
+import socket
 import subprocess
 import tempfile
+import threading
 from collections.abc import Iterator, Mapping
 from contextlib import ExitStack, contextmanager
 from dataclasses import dataclass
@@ -30,8 +35,10 @@ import httpx
 from reaper import log
 from reaper.app import wiring
 from reaper.app.settings import load_settings
-from reaper.core.models import Alert
+from reaper.channels.base import ActionSlots, Notifier
+from reaper.core.models import Alert, Delivery
 from reaper.core.units import HOURS_PER_MONTH, humanize, utc
+from reaper.interfaces.emulate import reaper_command, stopped_by_signals
 from reaper.interfaces.table import format_table, terminal_width
 from reaper.interfaces.views import reap_table, watch_lines
 from reaper.passes.reap import ConfirmOptions, reap_pass
@@ -42,8 +49,8 @@ from reaper.settings.parse import ConfigError
 from reaper.store.ports import Store
 
 if TYPE_CHECKING:
-    from emulators.channels import RecordingNotifier
     from emulators.clock import FakeClock
+    from emulators.phone import PhoneEmulator
 
 DEMO_START = datetime(2026, 11, 27, 18, 0, tzinfo=UTC)  # a Friday evening
 PING_KEY = "demo-ping-key-not-secret"
@@ -64,9 +71,29 @@ def phone_actions(alert: Alert) -> list[str]:
 
 def status_page_line(base_url: str) -> str | None:
     """The status page's address on the demo's own server, as one line to print: open while
-    the demo runs (sign in with DEMO_ADMIN_KEY); `reaper emulate` and `reaper serve` keep one
-    up for as long as you like."""
-    return f"status page: {base_url}/ (admin key {DEMO_ADMIN_KEY}, while the demo runs)"
+    the demo runs, or until Ctrl-C with `--serve` (sign in with DEMO_ADMIN_KEY)."""
+    return f"status page: {base_url}/ (admin key {DEMO_ADMIN_KEY})"
+
+
+class ShownNotifier:
+    """The demo's notifier: every alert goes through the configured channels (the emulated
+    phone) and is kept, to be printed as the phone shows it."""
+
+    def __init__(self, channels: Notifier) -> None:
+        self.channels = channels
+        self.alerts: list[Alert] = []
+
+    @property
+    def body_budget(self) -> int:
+        return self.channels.body_budget
+
+    @property
+    def actions(self) -> ActionSlots:
+        return self.channels.actions
+
+    async def send(self, alert: Alert) -> list[Delivery]:
+        self.alerts.append(alert)
+        return await self.channels.send(alert)
 
 
 # --- the fleet and the printing ---------------------------------------------------------------
@@ -91,7 +118,7 @@ def _heading(text: str) -> None:
 class _Demo:
     runtime: wiring.Runtime
     clock: FakeClock
-    notifier: RecordingNotifier
+    notifier: ShownNotifier
     confirm: ConfirmOptions
     base_url: str | None = None
 
@@ -126,10 +153,19 @@ class _Demo:
         return 0
 
 
+def _free_port() -> int:
+    """A loopback port nobody listens on now: the demo's server takes it a moment later, once
+    the settings that name it (REAPER_PUBLIC_URL, the action links' base) are made."""
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        port: int = probe.getsockname()[1]
+        return port
+
+
 @contextmanager
-def _api(demo: _Demo) -> Iterator[str | None]:
+def _api(demo: _Demo, port: int, channel: str) -> Iterator[str | None]:
     """reaper's HTTP API (what `reaper serve` runs) on a loopback port, on the demo's clock and
-    its phone; None when uvicorn is not installed."""
+    its phone (`channel`: the phone's channel); None when uvicorn is not installed."""
     try:
         import uvicorn  # noqa: F401
     except ImportError:
@@ -138,9 +174,12 @@ def _api(demo: _Demo) -> Iterator[str | None]:
     from reaper.interfaces.serve import build_asgi, serving
 
     store = wiring.open_state(demo.settings)
-    asgi = build_asgi(demo.settings, store, demo.notifier, demo.clock, channels=("phone",))
-    with serving(asgi) as running:
-        yield running.url
+    asgi = build_asgi(demo.settings, store, demo.notifier, demo.clock, channels=(channel,))
+    try:
+        with serving(asgi, port=port) as running:
+            yield running.url
+    finally:
+        store.close()
 
 
 def _dead_mans_switch(demo: _Demo, base: str) -> None:
@@ -219,21 +258,43 @@ def _kit_ends_a_job(demo: _Demo, base: str) -> None:
     _print_alerts(demo.notifier.alerts[before:])
 
 
+def _press_keep(phone: PhoneEmulator) -> None:
+    """Keep 1 day, pressed on the phone under one warning: the phone's app POSTs the button's
+    link, an empty body; the next pass spares that instance."""
+    from emulators.demo import KEPT_FROM_PHONE
+
+    provider, instance_id = KEPT_FROM_PHONE
+    subject = f"({provider}:{instance_id}) will be terminated"
+    for message in reversed(phone.messages):
+        if subject not in str(message.get("title", "")):
+            continue
+        for action in message.get("actions", []):
+            if action.get("label") == "Keep 1 day" and action.get("method") == "POST":
+                answer = httpx.post(str(action["url"]), content=b"", timeout=5)
+                print(f"  📱 [Keep 1 day] pressed under: {message['title']}")
+                print(f"     → HTTP {answer.status_code}: {answer.text.strip()}")
+                return
+    print(f"  (no Keep button reached the phone for {provider}:{instance_id})")
+
+
 def _host(provider: str, instance_id: str) -> str:
     """The heartbeat host of a provider's instance, as the kit names it."""
     return f"{plugin(provider).host_prefix}{instance_id}"
 
 
-async def _run(state_dir: Path) -> int:
-    from emulators.channels import RecordingNotifier
+async def _run(state_dir: Path, stop: threading.Event | None) -> int:
+    """The demo; with `stop`, its status page and phone stay up until it is set."""
     from emulators.clock import FakeClock
     from emulators.demo import extras
     from emulators.fleet import EXAMPLE, load_fleet
+    from emulators.phone import PhoneEmulator
 
     clock = FakeClock(DEMO_START)
     classes = {p.name: wiring.emulator(p) for p in plugins()}
     fleet = load_fleet(EXAMPLE, classes)
+    port = _free_port()
     with ExitStack() as running:
+        phone = running.enter_context(PhoneEmulator())
         emulators = {
             name: running.enter_context(
                 emulator(fleet.sections[name].accounts, now=clock.now, delete_linger_reads=1)
@@ -252,12 +313,14 @@ async def _run(state_dir: Path) -> int:
                 "REAPER_STATE": f"sqlite:///{state_dir / 'state.db'}",
                 "REAPER_PING_KEY": PING_KEY,
                 "REAPER_ADMIN_KEY": DEMO_ADMIN_KEY,
-                # The demo's channel is the screen: what it prints reaches the person watching.
-                "REAPER_REQUIRE_CHANNEL": "false",
+                # The phone: a real channel into the emulated phone, whose buttons are links to
+                # the demo's own server.
+                **phone.environment(),
+                "REAPER_PUBLIC_URL": f"http://127.0.0.1:{port}",
             },
             dotenv=None,
         )
-        notifier = RecordingNotifier()
+        notifier = ShownNotifier(wiring.make_notifier(settings))
         demo = _Demo(
             runtime=wiring.Runtime(
                 settings,
@@ -272,7 +335,7 @@ async def _run(state_dir: Path) -> int:
         )
         worst = 0
         try:
-            with _api(demo) as base:
+            with _api(demo, port, phone.channel) as base:
                 worst = max(
                     worst,
                     await demo.reap(
@@ -301,10 +364,35 @@ async def _run(state_dir: Path) -> int:
                 ):
                     clock.set(at)
                     worst = max(worst, await demo.reap(number, title))
-            _summary(demo, emulators)
+                    if number == 3 and base is not None:
+                        _heading("Saturday 17:05 — on the phone: Keep 1 day, under one warning")
+                        clock.advance(timedelta(minutes=5))
+                        _press_keep(phone)
+                _summary(demo, emulators)
+                await _serve_or_stop(base, phone, stop)
         finally:
             demo.store.close()
         return worst
+
+
+async def _serve_or_stop(
+    base: str | None, phone: PhoneEmulator, stop: threading.Event | None
+) -> None:
+    """With `stop`: the status page and the phone stay up until it is set (Ctrl-C). Without:
+    the last line says how to keep them."""
+    if base is None:
+        return
+    if stop is None:
+        print(
+            f"\nThe status page ({base}/) and the phone stopped with the demo;"
+            f" `{reaper_command()} demo --serve` keeps them up until Ctrl-C."
+        )
+        return
+    _heading("serving until Ctrl-C")
+    print(f"  {status_page_line(base)}")
+    print(f"  phone (emulated): {phone.url}/ — its buttons open reaper's action pages")
+    print("  Ctrl-C stops them (the demo's state goes with them).", flush=True)
+    await asyncio.to_thread(stop.wait)
 
 
 async def _scenes(demo: _Demo, base: str | None) -> None:
@@ -351,24 +439,27 @@ def _summary(demo: _Demo, emulators: Mapping[str, Any]) -> None:
     )
     saved = sum((r.cost_per_hour or 0.0) * HOURS_PER_MONTH for r in records if r.confirmed)
     print(
-        f"\nStorage stopped: about ${saved:.2f}/month. "
+        f"\nBilling stopped: about ${saved:.2f}/month. "
         "Mutating calls the emulators received: "
         + ", ".join(f"{label(name)} {len(e.mutations)}" for name, e in emulators.items())
         + ". "
         f"Simulated time: {humanize(demo.clock.now() - DEMO_START)}."
     )
     print(
-        "Never touched: the running pods, the protected and locked pods, and the pod in a "
-        "state the reaper cannot read (MIGRATING → unknown: assume busy)."
+        "Never touched: the running instances, the protected and locked ones, the one kept from"
+        " the phone, and the pod in a state the reaper cannot read (MIGRATING → unknown: assume"
+        " busy)."
     )
     print(
-        "Next: `reaper emulate` serves this fleet on loopback for `reaper reap`, `serve`,"
+        f"Next: `{reaper_command()} emulate` serves this fleet on loopback for `reap`, `serve`,"
         " `watch`, `keep` and `status` of your own."
     )
 
 
-def demo_command() -> int:
-    """Run the demo in a throwaway state directory; no key, no network beyond loopback."""
+def demo_command(*, serve: bool = False, stop: threading.Event | None = None) -> int:
+    """Run the demo in a throwaway state directory; no key, no network beyond loopback.
+    `serve`: then keep its status page and phone up until Ctrl-C/SIGTERM (or `stop`, for
+    tests)."""
     try:
         import emulators  # noqa: F401
     except ImportError:
@@ -378,6 +469,11 @@ def demo_command() -> int:
             "(or run `make demo` in the repository)",
         ) from None
     log.configure(quiet=True)
+    waiting = (stop or threading.Event()) if serve else None
     with tempfile.TemporaryDirectory(prefix="reaper-demo-") as tmp:
-        code = asyncio.run(_run(Path(tmp)))
+        if waiting is None:
+            code = asyncio.run(_run(Path(tmp), None))
+        else:
+            with stopped_by_signals(waiting):
+                code = asyncio.run(_run(Path(tmp), waiting))
     return 0 if code == 0 else 1

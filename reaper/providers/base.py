@@ -235,6 +235,7 @@ def _decision_facts(inst: Instance) -> tuple[object, ...]:
         inst.raw_status,
         inst.locked,
         inst.name,
+        inst.tags,
         inst.cluster_id,
         inst.protection_unreadable,
         inst.started_at,

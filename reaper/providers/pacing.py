@@ -9,7 +9,8 @@ ahead of time that its quota is spent can be obeyed instead. The shapes seen:
   a 429;
 - the draft's older shapes: `RateLimit: limit=60, remaining=0, reset=30` in one header, or
   `RateLimit-Remaining: 0` with `RateLimit-Reset: 30` (and their `X-` forms);
-- DigitalOcean: `ratelimit-remaining` and `ratelimit-reset`, the reset in Unix epoch seconds.
+- `ratelimit-remaining` and `ratelimit-reset` with the reset a Unix time (epoch seconds), as
+  some providers answer them.
 
 A reset is seconds from now, or an epoch time when it is that large (no window lasts 30
 years). Only a spent window (nothing remaining) asks for a wait; anything unreadable asks for

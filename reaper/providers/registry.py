@@ -8,4 +8,5 @@ emulator, and one line here.
 PROVIDERS: dict[str, str] = {
     "runpod": "reaper.providers.runpod",
     "vast": "reaper.providers.vast",
+    "digitalocean": "reaper.providers.digitalocean",
 }

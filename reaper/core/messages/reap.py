@@ -33,6 +33,11 @@ def _how_to_keep(inst: Instance, protect_marker: str, next_check: datetime) -> s
     )
 
 
+def _of_storage(inst: Instance) -> str:
+    """What a stopped one bills is its storage, except where it bills its whole price."""
+    return " of storage" if inst.stopped_bills_storage else ""
+
+
 def termination_warning(
     inst: Instance,
     terminate_at: datetime,
@@ -52,7 +57,7 @@ def termination_warning(
     return Alert(
         title=title,
         body=(
-            f"{_stopped_for(inst, now)}, bills {_bills(inst)} of storage.{_note(inst)}"
+            f"{_stopped_for(inst, now)}, bills {_bills(inst)}{_of_storage(inst)}.{_note(inst)}"
             f" {inst.termination_loses} {_how_to_keep(inst, protect_marker, next_check)}"
             + (" REAPER_MODE=observe destroys nothing." if observe else "")
         ),
@@ -171,9 +176,9 @@ def terminated(inst: Instance, storage_per_month: float | None) -> Alert:
     if storage_per_month is None and inst.cost_per_hour is not None:
         storage_per_month = inst.cost_per_hour * HOURS_PER_MONTH
     saved = (
-        f"; that stops {money(storage_per_month)}/month of storage"
-        if storage_per_month is not None
-        else ""
+        # What it billed stopped: storage on most providers, the whole price on some (the
+        # record it is announced from does not say which).
+        f"; that stops {money(storage_per_month)}/month" if storage_per_month is not None else ""
     )
     since = f" (stopped since {utc(inst.stopped_since)})" if inst.stopped_since else ""
     return Alert(
