@@ -324,11 +324,6 @@ def test_the_passes_import_only_the_ports_of_providers_channels_and_store() -> N
     assert found == []
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="interfaces/serve.py (626 lines): its connection handling moves into a module of its"
-    " own on the branch that adds it (left to that helper, not split here)",
-)
 def test_no_file_in_reaper_is_over_600_lines() -> None:
     lengths = {
         str(path.relative_to(ROOT)): len(path.read_text(encoding="utf-8").splitlines())

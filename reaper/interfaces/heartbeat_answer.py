@@ -5,7 +5,7 @@ obeys a Keep pressed on the phone within one ping period.
 Imported by the first ping that asks for JSON (`reaper.interfaces.http`): a plain ping reads
 nothing more than its monitor and never loads this. A keep is found in two places: on the
 monitor itself (`reaper keep host:<host>`, a Keep pressed on the instance's idle warning) and,
-for a provider host (`runpod-<id>`, `vast-<id>`, `do-<id>`), in the keep of its instance
+for a provider host (`<prefix>-<id>`, each provider's prefix), in the keep of its instance
 (`reaper keep <provider>:<id>`, the status page, a termination warning's button) — the later
 end wins. Only this answer reads the instance's keep, so only a JSON ping pays for it.
 """

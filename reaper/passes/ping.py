@@ -104,7 +104,7 @@ def place_ping(settings: Settings, store: Store, clock: Clock, ping: Ping) -> Pi
 
 
 def listed_room(store: Store, host: str) -> int:
-    """For the provider host of an instance in its provider's last listings (`runpod-<id>` of
+    """For the provider host of an instance in its provider's last listings (`<prefix>-<id>` of
     a listed pod): how many instances those listings show, the room they get beyond
     REAPER_MAX_MONITORS. 0 for any other host. Reads the listings: only a ping the cap (or an
     alert budget) refused pays for it."""

@@ -2,7 +2,7 @@
 
 A total that leaves an account out reads as the whole fleet; so the first line of `reaper reap`
 and `reaper report` names each account that failed with its reason: an HTTP status, and for a
-refused key the variable to check and its form (`vast/1: HTTP 401 — check VAST_API_KEY
+refused key the variable to check and its form (`<provider>/1: HTTP 401 — check <KEY_VARIABLE>
 (name=key)`: a key written `name:key` is read as one unnamed key, account `1`). The full
 message stays on its own line below, and in the log."""
 
@@ -32,7 +32,7 @@ def _key_variable(provider: str) -> str | None:
 
 
 def why(failure: Failure) -> str:
-    """ "HTTP 401 — check VAST_API_KEY (name=key)" for a refused key, "HTTP 503" for another
+    """ "HTTP 401 — check <KEY_VARIABLE> (name=key)" for a refused key, "HTTP 503" for another
     refusal, the message itself when no answer came (a timeout, a refused connection)."""
     found = HTTP_STATUS.search(failure.message)
     if found is None:
@@ -48,7 +48,7 @@ def why(failure: Failure) -> str:
 
 
 def did_not_answer(failures: Iterable[Failure]) -> str:
-    """ "vast/1: HTTP 401 — check VAST_API_KEY (name=key); runpod/lab: HTTP 503", each account
+    """ "<provider>/1: HTTP 401 — check <KEY_VARIABLE> (name=key); <provider>/lab: HTTP 503", each account
     once (a refused key fails its listing, its balance and its volumes alike)."""
     said: dict[tuple[str, str], str] = {}
     for failure in failures:
