@@ -184,7 +184,9 @@ def _idle_parser(commands: Any) -> None:
     idle = commands.add_parser(
         "idle", help="what that instance's idle-watch reads back from its pings"
     )
-    idle.add_argument("host", help="the monitor's host, as the instance pings (<provider>-<id>, ...)")
+    idle.add_argument(
+        "host", help="the monitor's host, as the instance pings (<provider>-<id>, ...)"
+    )
     limit = idle.add_mutually_exclusive_group(required=True)
     limit.add_argument(
         "--after", type=_idle_after, metavar="30m", help="destroy after this long idle (minutes)"

@@ -1,7 +1,8 @@
 """A message an instance sent through `/alert`, as the phone shows it: marked as coming from
 that instance, so that nobody mistakes it for reaper's own words.
 
-Whoever holds the ping key (any instance host: some providers' hosts are third parties) can send any text.
+Whoever holds the ping key (any instance host: some providers' hosts are third parties) can
+send any text.
 Forwarded as it came, "⚠️ gpu-abc will be TERMINATED — tap to keep" with a link would read
 exactly like reaper's termination warning. So every forwarded title starts with 📟 and the host
 it came from (the path's `<host>` on `/alert/<key>/<host>`; on `/alert/<key>` the `<host>: `
