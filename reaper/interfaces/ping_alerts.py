@@ -5,8 +5,8 @@ Each host has a small budget and all hosts share one; an alert past either is he
 dropped: the held ones go out folded into one message ("40 monitors appeared in one minute:
 …") once FOLD_WINDOW has passed since the first — sent by the next alerting ping after it,
 and under `reaper serve` by a timer at its end. An alert about the provider host of an instance
-in the last listing (`<prefix>-<id>` of a listed instance) always goes out: junk hosts cannot crowd out
-a real instance's. The buckets live in the process (on Lambda: per warm container, where a fold
+in the last listing (`<prefix>-<id>` of a listed instance) always goes out: junk hosts cannot
+crowd out a real instance's. The buckets live in the process (on Lambda: per warm container, where a fold
 waits for the container's next alerting ping).
 """
 

@@ -48,8 +48,8 @@ def why(failure: Failure) -> str:
 
 
 def did_not_answer(failures: Iterable[Failure]) -> str:
-    """ "<provider>/1: HTTP 401 — check <KEY_VARIABLE> (name=key); <provider>/lab: HTTP 503", each account
-    once (a refused key fails its listing, its balance and its volumes alike)."""
+    """ "<provider>/1: HTTP 401 — check <KEY_VARIABLE> (name=key); <provider>/lab: HTTP 503",
+    each account once (a refused key fails its listing, its balance and its volumes alike)."""
     said: dict[tuple[str, str], str] = {}
     for failure in failures:
         said.setdefault((failure.provider, failure.account), why(failure))
