@@ -6,8 +6,8 @@ dropped: the held ones go out folded into one message ("40 monitors appeared in 
 …") once FOLD_WINDOW has passed since the first — sent by the next alerting ping after it,
 and under `reaper serve` by a timer at its end. An alert about the provider host of an instance
 in the last listing (`<prefix>-<id>` of a listed instance) always goes out: junk hosts cannot
-crowd out a real instance's. The buckets live in the process (on Lambda: per warm container, where a fold
-waits for the container's next alerting ping).
+crowd out a real instance's. The buckets live in the process (on Lambda: per warm container,
+where a fold waits for the container's next alerting ping).
 """
 
 from __future__ import annotations
