@@ -9,6 +9,7 @@ from datetime import timedelta
 from pathlib import Path
 
 from reaper.passes import keeping
+from reaper.passes.reap import ReapReport
 from tests.phone_support import phone
 from tests.reap_support import World, action_of, events, world
 from tests.settings_support import replaced
@@ -95,7 +96,7 @@ def test_a_second_process_within_the_lease_ttl_is_held_off(tmp_path: Path) -> No
     two minutes): the second pass meets the lease and acts on nothing."""
     with world(tmp_path) as w:
         w.runpod.add_pod(status="EXITED", name="trainer")
-        other: list = []  # type: ignore[type-arg]
+        other: list[ReapReport] = []
         w.runpod.after_next("list", lambda: _other_process_pass(w, timedelta(minutes=1), other))
         w.run()
         [second] = other

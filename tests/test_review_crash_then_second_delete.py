@@ -18,10 +18,11 @@ from pathlib import Path
 
 import pytest
 
+from reaper.channels.base import Notifier
 from reaper.core.models import AuditRecord
 from reaper.store.sqlite import SQLiteStore
 from tests.phone_support import Phone, phone
-from tests.reap_support import World, action_of, world
+from tests.reap_support import World, action_of, events, world
 
 
 class Killed(BaseException):
@@ -38,11 +39,11 @@ class DiesAfterRequested(SQLiteStore):
             raise Killed
 
 
-def _killed_at_the_deadline(w: World, notifier: object = None) -> None:
+def _killed_at_the_deadline(w: World, notifier: Notifier | None = None) -> None:
     store = DiesAfterRequested(str(w.state_path))
     try:
         with pytest.raises(Killed):
-            w.run(store=store, **({"notifier": notifier} if notifier is not None else {}))
+            w.run(store=store, notifier=notifier)
     finally:
         store.close()
     assert w.runpod.mutations == [], "the DELETE never left"
@@ -106,3 +107,52 @@ def test_a_pass_that_cannot_settle_the_record_does_not_delete_again(tmp_path: Pa
         assert _confirmed_terminations(w, pod) == 1, "one pod, terminated once"
         terminated = [a for a in w.notifier.alerts if a.event == "terminated"]
         assert len(terminated) == 1, [a.title for a in terminated]
+
+
+class DiesBeforeTheAnswerIsRecorded(SQLiteStore):
+    """A store under a process killed after its DELETE left and was answered, before the
+    answer was written: the record stays `requested`."""
+
+    def record_termination(self, record: AuditRecord) -> None:
+        if record.result != "requested":
+            raise Killed
+        super().record_termination(record)
+
+
+def test_a_delete_that_left_before_the_crash_is_announced_once_it_shows(tmp_path: Path) -> None:
+    """The DELETE left and RunPod answered 204; the process died before writing that. RunPod
+    takes its time: the next pass still lists the pod stopped (the record is settled
+    `not_sent`: "the delete never left"), and the pod is gone by the time that pass reads it
+    again. It was terminated by the reaper — `reaper audit` must not say the delete never
+    left, and the person must hear "Terminated"."""
+    with world(tmp_path) as w:
+        pod = w.runpod.add_pod(status="EXITED", name="slow-delete")
+        w.runpod.add_pod(status="RUNNING", name="witness")
+        w.reach_deadline()
+        w.runpod.delete_never_confirms = True  # acknowledged, still listed stopped for a while
+        dying = DiesBeforeTheAnswerIsRecorded(str(w.state_path))
+        try:
+            with pytest.raises(Killed):
+                w.run(store=dying)
+        finally:
+            dying.close()
+        assert [m.method for m in w.runpod.mutations] == ["DELETE"]
+        w.runpod.delete_never_confirms = False
+        w.advance(0.1)
+        # The next pass lists it stopped; RunPod finishes the delete right after that listing.
+        w.runpod.after_next("list", lambda: w.runpod.remove_pod(pod))
+        w.run()
+        for _ in range(3):
+            w.advance(1)
+            w.run()
+
+        assert w.runpod.pod(pod) is None
+        store = w.store(read_only=True)
+        try:
+            records = store.audit_log()
+        finally:
+            store.close()
+        assert [r.confirmed for r in records if r.id == pod] == [True], [
+            (r.result, r.confirmed, r.detail) for r in records
+        ]
+        assert events(w.notifier).count("terminated") == 1
