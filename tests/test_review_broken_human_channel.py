@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from reaper.channels.fanout import make_notifier
+from reaper.app.wiring import make_notifier
 from tests.fakes.telegram import FAKE_CHAT, FAKE_TOKEN, TelegramFake
 from tests.fakes.webhook import WebhookReceiver
 from tests.phone_support import FAST_CHANNEL
