@@ -17,9 +17,9 @@ from datetime import timedelta
 from pathlib import Path
 
 from emulators.clock import FakeClock
+from reaper.app.wiring import make_clients
 from reaper.passes.reap import ReapReport, reap_pass
 from reaper.providers.http import HttpOptions
-from reaper.app.wiring import make_clients
 from tests.reap_support import FAST_CONFIRM, FAST_HTTP, World, world
 
 # Inside MAX_CLOCK_SKEW (5 minutes): this process's pass decides like any other.

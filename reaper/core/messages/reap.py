@@ -276,6 +276,11 @@ _EXEMPTION_ADVICE: dict[Exemption, str] = {
     ),
     "cap": "The termination cap holds it back: see the cap's own alert.",
     "no_channel": "No alert channel reaches a person: see the no-channel alert.",
+    "fresh_read": (
+        "The provider's listing shows it due, but its read of this one instance right before"
+        " the delete does not show it (or shows a state reaper cannot read), so nothing is"
+        " sent. Check it in the console: terminate it there, or keep it on purpose."
+    ),
 }
 
 

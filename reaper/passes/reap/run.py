@@ -38,7 +38,6 @@ from reaper.passes.reap.report import (
 )
 from reaper.passes.reap.state import (
     LEASE_NAME,
-    LEASE_TTL,
     LeaseLost,
     PassState,
     Sleep,
@@ -47,6 +46,7 @@ from reaper.passes.reap.state import (
     lease_owner,
     list_all,
     set_aside_skewed,
+    take_lease,
 )
 from reaper.passes.reap.terminate import announce_pending, reconcile, terminate_all
 from reaper.passes.reap.warn import alert_exemptions, mark_held, observe_holds, warn_all
@@ -122,7 +122,7 @@ async def reap_pass(
     now = clock.now()
     report = ReapReport(dry_run=dry_run, mode=settings.mode, at=now)
     owner = lease_owner()
-    if not ctx.store.acquire_lease(LEASE_NAME, owner, now, LEASE_TTL):
+    if not take_lease(ctx.store, owner, now):
         report.lease_taken = True
         report.lease_note = lease_note(ctx.store.lease_holder(LEASE_NAME))
         log.event("reap", result="lease_taken", holder=report.lease_note)

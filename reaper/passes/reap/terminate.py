@@ -7,7 +7,6 @@ from __future__ import annotations
 import asyncio
 import time
 from collections.abc import Collection, Mapping, Sequence
-from datetime import timedelta
 from typing import Literal
 
 from reaper import log
@@ -15,13 +14,18 @@ from reaper.core import messages
 from reaper.core.models import AuditRecord, Decision, Instance
 from reaper.core.policy import RESETTING_STATES
 from reaper.core.witness import proves_gone, trustworthy_absence
-from reaper.passes.reap.gate import NotSent, Refused, delete, pass_history
+from reaper.passes.reap.gate import (
+    RECONCILE_WINDOW,
+    Fence,
+    NotSent,
+    Refused,
+    delete,
+    pass_history,
+    unsettled_deletes,
+)
 from reaper.passes.reap.report import ActionResult, result_of, storage_per_month
 from reaper.passes.reap.state import LeaseLost, PassState, by_account
 from reaper.providers.base import UNREADABLE_ID_PREFIX, ProviderClient, error_text
-
-# Unconfirmed audit records older than this are no longer reconciled against listings.
-RECONCILE_WINDOW = timedelta(days=30)
 
 
 def witnesses_of(fleet: Sequence[Instance], pending: Collection[str]) -> set[str]:
@@ -228,7 +232,10 @@ async def _delete_batch(
         run.require_lease("before deleting")
         not_after = read_at + run.act.fresh_for
         # The store's history once for the round, as fresh as the reading it goes with.
-        history = pass_history(run.store, run.ctx.clock.now())
+        round_at = run.ctx.clock.now()
+        history = pass_history(run.store, round_at)
+        unsettled = unsettled_deletes(run.store, round_at)
+        fence = Fence(run.store, lambda: _holds_lease(run))
         outcomes = await asyncio.gather(
             *(
                 delete(
@@ -237,7 +244,9 @@ async def _delete_batch(
                     decision,
                     current_reads.get(decision.instance.id),
                     not_after=not_after,
+                    fence=fence,
                     history=history,
+                    unsettled=unsettled,
                 )
                 for decision in pending
             )
@@ -245,9 +254,7 @@ async def _delete_batch(
         waiting, pending = pending, []
         for decision, outcome in zip(waiting, outcomes, strict=True):
             if isinstance(outcome, Refused):
-                dropped.append(
-                    result_of(decision, action="hold", reason=f"not terminated: {outcome.why}")
-                )
+                dropped.append(_refused(decision, outcome))
             elif isinstance(outcome, NotSent):
                 pending.append(decision)
             else:
@@ -259,6 +266,23 @@ async def _delete_batch(
         for d in pending
     ]
     return sent, dropped, fresh
+
+
+def _holds_lease(run: PassState) -> bool:
+    """The fence's lease check: a pass that finds it lost says so (it needs attention)."""
+    if run.still_leased():
+        return True
+    run.report.lease_lost = True
+    return False
+
+
+def _refused(decision: Decision, refused: Refused) -> ActionResult:
+    """A delete the gate refused: left alone (`hold`, an exemption when nobody chose it), or,
+    still due for a later pass, a termination not done."""
+    if refused.kind == "later":
+        return result_of(decision, reason=f"{decision.reason}; not deleted: {refused.why}")
+    held = result_of(decision, action="hold", reason=f"not terminated: {refused.why}")
+    return held.model_copy(update={"exempt": refused.exempt})
 
 
 async def confirm_account(
