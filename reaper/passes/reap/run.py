@@ -20,7 +20,7 @@ from reaper import log
 from reaper.channels.base import Notifier
 from reaper.clock import Clock
 from reaper.core import messages
-from reaper.core.models import History, Listing, Plan, ReapRun, instance_key
+from reaper.core.models import Decision, History, Listing, Plan, ReapRun, instance_key
 from reaper.core.policy import decide
 from reaper.core.witness import trustworthy_absence
 from reaper.passes.context import Context
@@ -295,7 +295,26 @@ async def _act(run: PassState, plan: Plan, max_terminations: int | None) -> None
         await run.alert_once(NO_CHANNEL_EPISODE, alert)
     else:
         run.store.close_episode(NO_CHANNEL_EPISODE)
-    await alert_exemptions(run, plan.decisions)
-
     if due:
         report.actions += await terminate_all(run, due)
+    # What the gate left alone for a reason nobody chose is an exemption like the plan's: its
+    # license held (not warned again while it lasts), named once per episode.
+    refused = exempt_at_the_gate(due, report.actions)
+    mark_held(run, refused)
+    spared = {d.instance.key for d in refused}
+    await alert_exemptions(
+        run, [d for d in plan.decisions if d.instance.key not in spared] + refused
+    )
+
+
+def exempt_at_the_gate(due: Sequence[Decision], actions: Sequence[ActionResult]) -> list[Decision]:
+    """The due terminations the gate refused for a reason nobody chose, as `hold` decisions
+    with their exemption and the gate's reason."""
+    by_key = {d.instance.key: d for d in due}
+    return [
+        by_key[key].model_copy(update={"action": "hold", "exempt": a.exempt, "reason": a.reason})
+        for a in actions
+        if a.exempt is not None
+        and a.action == "hold"
+        and (key := instance_key(a.provider, a.id)) in by_key
+    ]

@@ -31,7 +31,7 @@ FOLD_WARNINGS_AFTER = 5
 EXEMPT_EPISODE = "exempt:"
 # The exemptions alerted per instance; the cap's and no-channel's alerts are one each, naming
 # every instance they hold.
-PER_INSTANCE_EXEMPTIONS: tuple[Exemption, ...] = ("unreadable_protection", "cluster")
+PER_INSTANCE_EXEMPTIONS: tuple[Exemption, ...] = ("unreadable_protection", "cluster", "fresh_read")
 
 
 async def warn_all(run: PassState, decisions: list[Decision]) -> list[ActionResult]:
@@ -155,18 +155,19 @@ def _record_warning(
 
 
 def mark_held(run: PassState, decisions: list[Decision]) -> None:
-    """A licensed termination held back (the cap, observe mode): its license does not go
-    stale while that lasts — the next pass that may terminate does not warn again."""
+    """A licensed termination held back (the cap, observe mode, the gate for a reason nobody
+    chose): its license does not go stale while that lasts — the next pass that may terminate
+    does not warn again."""
     for decision in decisions:
         if decision.licensed_by is not None:
             run.store.mark_warning_held(decision.instance.key, decision.licensed_by, run.started)
 
 
 async def alert_exemptions(run: PassState, decisions: list[Decision]) -> None:
-    """Each instance past its deadline that an unreadable protection or its cluster keeps
-    from termination: one episode per instance and kind, its first pass named in one alert
-    per kind (with what each bills); an episode closes once it no longer applies to an
-    instance its provider listed completely."""
+    """Each instance past its deadline that an unreadable protection, its cluster or the read
+    right before its delete keeps from termination: one episode per instance and kind, its
+    first pass named in one alert per kind (with what each bills); an episode closes once it
+    no longer applies to an instance its provider listed completely."""
     current = {(d.exempt, d.instance.key): d.instance for d in decisions if d.exempt}
     for kind in PER_INSTANCE_EXEMPTIONS:
         fresh: list[tuple[Instance, str]] = []
