@@ -253,11 +253,16 @@ def _unlicensed(
     terminate_at = max(due_at, now + settings.warn_before)
     verb = "would be terminated" if settings.mode == "observe" else "will be terminated"
     anew = "" if void.kind == "none" else f" ({void.why}: warned anew)"
+    # A channel that reaches a person is configured, but the last warning reached nobody (a
+    # revoked token): warned again every pass, so that a channel that recovers warns at once;
+    # past the deadline that is the no-channel exemption.
+    unheard = void.kind == "unheard" and now >= due_at
     return Decision(
         instance=inst,
         action="warn",
         reason=f"stopped for {stopped_for}; {verb} at {utc(terminate_at)}{anew}",
         due_at=terminate_at,
+        exempt="no_channel" if unheard else None,
     )
 
 

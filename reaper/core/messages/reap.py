@@ -352,8 +352,9 @@ def no_channel_hold(instances: list[Instance], channel_hint: str) -> Alert:
     return Alert(
         title=f"{len(instances)} due terminations held: no alert channel reaches a person",
         body=(
-            f"Configure {channel_hint}, or set REAPER_REQUIRE_CHANNEL=false to accept warnings"
-            f" written only to the log. Held, and billing:\n{_bill_lines(instances)}"
+            f"Configure {channel_hint} (or repair the one that fails: its warnings reached"
+            " nobody), or set REAPER_REQUIRE_CHANNEL=false to accept warnings written only to"
+            f" the log. Held, and billing:\n{_bill_lines(instances)}"
         ),
         level="critical",
         event="no_channel_hold",

@@ -289,7 +289,10 @@ async def _act(run: PassState, plan: Plan, max_terminations: int | None) -> None
     else:
         run.store.close_episode(CAP_EPISODE)
 
-    unheard = [d.instance for d in held if d.exempt == "no_channel"]
+    unheard_keys = {
+        instance_key(a.provider, a.id) for a in report.actions if a.exempt == "no_channel"
+    }
+    unheard = [d.instance for d in plan.decisions if d.instance.key in unheard_keys]
     if unheard:
         alert = messages.no_channel_hold(unheard, settings.channel_hint)
         await run.alert_once(NO_CHANNEL_EPISODE, alert)

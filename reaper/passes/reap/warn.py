@@ -146,10 +146,14 @@ def _record_warning(
     )
     live = run.ctx.effects.live
     if warning.heard:
-        return result_of(decision, done=live)
+        # Heard: whatever no-channel exemption the plan expected is over.
+        return result_of(decision, done=live).model_copy(update={"exempt": None})
+    # A channel that reaches a person is configured and failed: the warning licenses nothing
+    # (REAPER_REQUIRE_CHANNEL=true) and is not done — the pass exits 1 while that lasts.
+    failed = run.settings.require_channel and run.settings.human_channel
     return result_of(
         decision,
-        done=live,
+        done=live and not failed,
         reason=f"{decision.reason} (written to the log only: {no_channel_reason(run.settings)})",
     )
 
