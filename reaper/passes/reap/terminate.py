@@ -157,7 +157,8 @@ async def _reconciled(run: PassState, record: AuditRecord) -> None:
 
 async def announce(run: PassState, record: AuditRecord) -> None:
     """The "Terminated …" alert of a confirmed termination, then its record marked
-    announced: a process that dies in between leaves it for the next pass to send."""
+    announced — only when a channel took it: a process that dies in between, or a message
+    every channel failed, leaves it for the next pass to send (`announce_pending`)."""
     inst = Instance(
         provider=record.provider,
         account=record.account,
@@ -168,7 +169,10 @@ async def announce(run: PassState, record: AuditRecord) -> None:
         stopped_since=record.stopped_since,
         cost_per_hour=record.cost_per_hour,
     )
-    await run.alert(messages.terminated(inst, storage_per_month(inst)))
+    deliveries = await run.alert(messages.terminated(inst, storage_per_month(inst)))
+    if deliveries and not any(d.ok for d in deliveries):
+        log.event("announce", provider=record.provider, id=record.id, result="failed")
+        return
     run.store.record_termination(record.model_copy(update={"announced": True}))
 
 
