@@ -14,7 +14,7 @@ the request leaves, sends it, and records what it answered.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Collection
+from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import Literal
@@ -31,6 +31,13 @@ RECONCILE_WINDOW = timedelta(days=30)
 # The results of a delete that may have taken effect and that no listing has settled yet.
 UNSETTLED_RESULTS = ("requested", "deleted", "not_found")
 UNSETTLED_WHY = "an earlier delete of it is not settled yet: the next complete listing settles it"
+# A delete whose answer may have been lost (left `requested`, or settled `not_sent` because a
+# listing still showed it stopped) counts this long as a likely cause of the instance's absence.
+LOST_ANSWER_WINDOW = timedelta(hours=6)
+MAYBE_GONE_WHY = (
+    "not in the fresh reading right before the delete, and an earlier delete of it may have"
+    " taken effect: the next listings settle it"
+)
 
 # What a refusal means for the instance: `refused` — left alone (by a person's doing or the
 # instance's own: started, kept, protected, no longer due; or, with `exempt`, for a reason
@@ -74,16 +81,31 @@ def pass_history(store: Store, now: datetime) -> History:
     return history.model_copy(update={"requests": requests}) if requests else history
 
 
-def unsettled_deletes(store: Store, now: datetime) -> set[tuple[str, datetime | None]]:
-    """(instance key, stretch) of every delete that may have taken effect and that no listing
-    has settled yet: a pass died as it left, or its answer or confirmation was lost. Another
-    delete of the same stretch waits until the next complete listing settles it, so that
-    `reaper audit` never shows one instance terminated twice."""
-    return {
-        (r.key, r.stopped_since)
-        for r in store.audit_log(since=now - RECONCILE_WINDOW)
-        if not r.confirmed and r.result in UNSETTLED_RESULTS
-    }
+@dataclass(frozen=True)
+class EarlierDeletes:
+    """(instance key, stretch) of earlier deletes no listing has confirmed. `unsettled`: they
+    may have taken effect and no listing has settled them (a pass died as one left, or its
+    answer or confirmation was lost): another delete of the same stretch waits until the next
+    complete listing settles it, so that `reaper audit` never shows one instance terminated
+    twice. `answer_lost`: recent, left `requested` or settled `not_sent` — if the instance is
+    now missing, that delete is the likely reason, not a reading gone wrong."""
+
+    unsettled: frozenset[tuple[str, datetime | None]] = frozenset()
+    answer_lost: frozenset[tuple[str, datetime | None]] = frozenset()
+
+
+def earlier_deletes(store: Store, now: datetime) -> EarlierDeletes:
+    records = [r for r in store.audit_log(since=now - RECONCILE_WINDOW) if not r.confirmed]
+    return EarlierDeletes(
+        unsettled=frozenset(
+            (r.key, r.stopped_since) for r in records if r.result in UNSETTLED_RESULTS
+        ),
+        answer_lost=frozenset(
+            (r.key, r.stopped_since)
+            for r in records
+            if r.result in ("requested", "not_sent") and now - r.requested_at <= LOST_ANSWER_WINDOW
+        ),
+    )
 
 
 def _facts(history: History, key: str) -> tuple[object, ...]:
@@ -126,21 +148,21 @@ async def delete(
     not_after: float,
     fence: Fence,
     history: History | None = None,
-    unsettled: Collection[tuple[str, datetime | None]] | None = None,
+    earlier: EarlierDeletes | None = None,
 ) -> AuditRecord | Refused | NotSent:
     """One DELETE through the gate (module docstring). `fresh`: the instance as the reading
     taken right before shows it (None: not in it); `not_after`: the `time.monotonic()` instant
     after which that reading is too old for the request to leave; `history`: the store's
     history read with that reading (one read for a round of deletes: a hundred reads, one per
     delete, would age the reading past `not_after` before the last one leaves), else read now;
-    `unsettled`: `unsettled_deletes`, read with it (else now); `fence`: the last look."""
+    `earlier`: `earlier_deletes`, read with it (else now); `fence`: the last look."""
     inst = planned.instance
     now = ctx.clock.now()
     if history is None:
         history = pass_history(ctx.store, now)
-    if unsettled is None:
-        unsettled = unsettled_deletes(ctx.store, now)
-    refusal = _refusal(planned, fresh, history, unsettled, now, ctx)
+    if earlier is None:
+        earlier = earlier_deletes(ctx.store, now)
+    refusal = _refusal(planned, fresh, history, earlier, now, ctx)
     if refusal is not None:
         log.event(
             "terminate", provider=inst.provider, id=inst.id, result="skipped", reason=refusal.why
@@ -217,26 +239,31 @@ def _refusal(
     planned: Decision,
     fresh: Instance | None,
     history: History,
-    unsettled: Collection[tuple[str, datetime | None]],
+    earlier: EarlierDeletes,
     now: datetime,
     ctx: Context,
 ) -> Refused | None:
-    inst = planned.instance
+    stretch = (planned.instance.key, planned.instance.stopped_since)
     said: Recheck | None = recheck(planned, fresh, history, now, ctx.settings)
     if said is not None:
+        if fresh is None and stretch in earlier.answer_lost:
+            # Gone, most likely by that delete: two listings that miss it confirm it.
+            return Refused(MAYBE_GONE_WHY)
         return Refused(said.why, exempt=said.exempt)
-    if (inst.key, inst.stopped_since) in unsettled:
+    if stretch in earlier.unsettled:
         return Refused(UNSETTLED_WHY, "later")
     return None
 
 
 __all__ = [
+    "LOST_ANSWER_WINDOW",
     "RECONCILE_WINDOW",
     "Changed",
+    "EarlierDeletes",
     "Fence",
     "NotSent",
     "Refused",
     "delete",
+    "earlier_deletes",
     "pass_history",
-    "unsettled_deletes",
 ]

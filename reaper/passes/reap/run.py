@@ -48,7 +48,12 @@ from reaper.passes.reap.state import (
     set_aside_skewed,
     take_lease,
 )
-from reaper.passes.reap.terminate import announce_pending, reconcile, terminate_all
+from reaper.passes.reap.terminate import (
+    announce_pending,
+    confirm_lost_answers,
+    reconcile,
+    terminate_all,
+)
 from reaper.passes.reap.warn import alert_exemptions, mark_held, observe_holds, warn_all
 from reaper.providers.base import UNREADABLE_ID_PREFIX, ProviderClient
 from reaper.settings.model import Settings
@@ -215,6 +220,7 @@ async def _run(run: PassState, max_terminations: int | None) -> None:
     apply_clock_changes(store, plan, history)
     previous = {(x.provider, x.account): x for x in store.listings()}
     ended, missed = absences(history, run.seen, previous, now, settings.reap_every)
+    await confirm_lost_answers(run, ended, history.first_seen_stopped)
     for key in ended:
         store.reset_stopped_clock(key)
     for key in missed - set(history.missing_since):

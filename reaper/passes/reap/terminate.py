@@ -7,6 +7,7 @@ from __future__ import annotations
 import asyncio
 import time
 from collections.abc import Collection, Mapping, Sequence
+from datetime import datetime
 from typing import Literal
 
 from reaper import log
@@ -15,13 +16,14 @@ from reaper.core.models import AuditRecord, Decision, Instance
 from reaper.core.policy import RESETTING_STATES
 from reaper.core.witness import proves_gone, trustworthy_absence
 from reaper.passes.reap.gate import (
+    LOST_ANSWER_WINDOW,
     RECONCILE_WINDOW,
     Fence,
     NotSent,
     Refused,
     delete,
+    earlier_deletes,
     pass_history,
-    unsettled_deletes,
 )
 from reaper.passes.reap.report import ActionResult, result_of, storage_per_month
 from reaper.passes.reap.state import LeaseLost, PassState, by_account
@@ -137,15 +139,38 @@ def _settle(
     log.event("reconcile", provider=record.provider, id=record.id, result=result)
 
 
-async def _reconciled(run: PassState, record: AuditRecord) -> None:
+async def confirm_lost_answers(
+    run: PassState, ended: Collection[str], stretches: Mapping[str, datetime]
+) -> None:
+    """Stretches that end as gone (two listings missed the instance) right after a delete of
+    theirs whose answer was lost — left `requested`, or settled `not_sent` because a listing
+    still showed it stopped (the provider took its time) — were ended by that delete: it is
+    confirmed and announced, once (a confirmed record is never matched again)."""
+    if not ended:
+        return
+    for record in run.store.audit_log(since=run.started - LOST_ANSWER_WINDOW):
+        since = stretches.get(record.key)
+        if (
+            record.key in ended
+            and since is not None
+            and record.requested_at >= since
+            and not record.confirmed
+            and record.result in ("requested", "not_sent")
+        ):
+            why = "gone from two listings after it: the delete's answer was lost"
+            await _reconciled(run, record, why)
+
+
+async def _reconciled(
+    run: PassState, record: AuditRecord, why: str = "confirmed by a later pass's listing"
+) -> None:
     confirmed = record.model_copy(
         update={
-            "result": "deleted" if record.result == "requested" else record.result,
+            "result": "deleted" if record.result in ("requested", "not_sent") else record.result,
             "confirmed": True,
             "confirmed_at": run.ctx.clock.now(),
             "announced": False,
-            "detail": (record.detail + "; " if record.detail else "")
-            + "confirmed by a later pass's listing",
+            "detail": (record.detail + "; " if record.detail else "") + why,
         }
     )
     run.store.record_termination(confirmed)
@@ -238,7 +263,7 @@ async def _delete_batch(
         # The store's history once for the round, as fresh as the reading it goes with.
         round_at = run.ctx.clock.now()
         history = pass_history(run.store, round_at)
-        unsettled = unsettled_deletes(run.store, round_at)
+        earlier = earlier_deletes(run.store, round_at)
         fence = Fence(run.store, lambda: _holds_lease(run))
         outcomes = await asyncio.gather(
             *(
@@ -250,7 +275,7 @@ async def _delete_batch(
                     not_after=not_after,
                     fence=fence,
                     history=history,
-                    unsettled=unsettled,
+                    earlier=earlier,
                 )
                 for decision in pending
             )
