@@ -279,14 +279,15 @@ async def _act(run: PassState, plan: Plan, max_terminations: int | None) -> None
     warn = [d for d in plan.decisions if d.action == "warn"]
     due = [d for d in plan.decisions if d.action == "terminate"]
     held = [d for d in plan.decisions if d.action == "hold"]
-    report.actions += await warn_all(run, warn)
+    cap = settings.max_terminations if max_terminations is None else max_terminations
+    source = "REAPER_MAX_TERMINATIONS" if max_terminations is None else "--max-terminations"
+    report.cap, report.cap_source = cap, source
+    # A cap of 0 turns terminations off: its warnings promise none (as in observe mode).
+    report.actions += await warn_all(run, warn, off=f"{source}=0" if cap == 0 else "")
     await observe_holds(run, held)
     report.actions += [result_of(d) for d in plan.decisions if d.action in ("hold", "protect")]
     mark_held(run, held)
 
-    cap = settings.max_terminations if max_terminations is None else max_terminations
-    source = "REAPER_MAX_TERMINATIONS" if max_terminations is None else "--max-terminations"
-    report.cap, report.cap_source = cap, source
     if plan.cap_exceeded:
         capped = [d.instance for d in held if d.instance.key in plan.capped]
         await run.alert_once(

@@ -34,13 +34,15 @@ EXEMPT_EPISODE = "exempt:"
 PER_INSTANCE_EXEMPTIONS: tuple[Exemption, ...] = ("unreadable_protection", "cluster", "fresh_read")
 
 
-async def warn_all(run: PassState, decisions: list[Decision]) -> list[ActionResult]:
+async def warn_all(
+    run: PassState, decisions: list[Decision], *, off: str = ""
+) -> list[ActionResult]:
     """Send this pass's warnings at once: alone and concurrently when few, folded into as
     few messages as hold them when many, so a slow channel cannot eat one instance's
     notice. Each announces the deadline computed from the clock right before sending
     (never one already past), and is recorded at its own delivery time, with whether a
     person could read it; an instance counts as warned only if a message naming it was
-    delivered."""
+    delivered. `off`: what turns terminations off (a cap of 0): the warnings promise none."""
     if not decisions:
         return []
     run.require_lease("before warning")
@@ -57,6 +59,7 @@ async def warn_all(run: PassState, decisions: list[Decision]) -> list[ActionResu
             marker,
             next_check=next_check,
             observe=observe_mode,
+            off=off,
             budget=fold_budget(run),
         )
         by_key = {d.instance.key: d for d in decisions}
@@ -72,6 +75,7 @@ async def warn_all(run: PassState, decisions: list[Decision]) -> list[ActionResu
                     marker,
                     next_check=next_check,
                     observe=observe_mode,
+                    off=off,
                 ),
             )
             for d in decisions
