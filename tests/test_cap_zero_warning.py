@@ -4,10 +4,20 @@ terminations off, and offers no "terminate now", as observe mode's do."""
 
 from __future__ import annotations
 
-from datetime import timedelta
+from datetime import UTC, datetime, timedelta
 
 from reaper.core import messages
-from tests.test_notify_messages import NOW, RUNPOD, VAST
+from reaper.core.models import Instance
+
+NOW = datetime(2026, 3, 4, 12, 0, tzinfo=UTC)
+RUNPOD = Instance(
+    provider="runpod", account="main", id="abc123xyz", name="llama-finetune", state="stopped",
+    raw_status="EXITED", stopped_since=NOW - timedelta(hours=23), cost_per_hour=0.04,
+)  # fmt: skip
+VAST = Instance(
+    provider="vast", account="2", id="987654", name="sd-batch", state="stopped",
+    raw_status="stopped", stopped_since=NOW - timedelta(hours=23), cost_per_hour=0.35,
+)  # fmt: skip
 
 
 def test_a_warning_under_a_cap_of_zero_promises_nothing() -> None:

@@ -10,8 +10,23 @@ from pathlib import Path
 
 import pytest
 
+from reaper.core.models import AuditRecord
+from reaper.store.sqlite import SQLiteStore
 from tests.reap_support import events, world
-from tests.test_review_crash_then_second_delete import DiesBeforeTheAnswerIsRecorded, Killed
+
+
+class Killed(BaseException):
+    """The process dying at this point (kill -9): nothing after it runs."""
+
+
+class DiesBeforeTheAnswerIsRecorded(SQLiteStore):
+    """A process killed after its DELETE left and was answered, before the answer was
+    written: the record stays `requested`."""
+
+    def record_termination(self, record: AuditRecord) -> None:
+        if record.result != "requested":
+            raise Killed
+        super().record_termination(record)
 
 
 def test_a_lost_answer_is_confirmed_when_the_instance_is_gone(tmp_path: Path) -> None:

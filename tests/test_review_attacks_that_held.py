@@ -10,10 +10,10 @@ from pathlib import Path
 
 from reaper.passes import keeping
 from reaper.passes.reap import ReapReport
+from tests.other_process_support import other_process_pass as _other_process_pass
 from tests.phone_support import phone
 from tests.reap_support import World, action_of, events, world
 from tests.settings_support import replaced
-from tests.test_review_lease_clock_skew import _other_process_pass
 
 
 def _keep_now(w: World, key: str) -> None:

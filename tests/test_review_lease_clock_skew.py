@@ -10,46 +10,20 @@ both delete the same pod: two terminations of one instance in `reaper audit`, tw
 
 from __future__ import annotations
 
-import asyncio
-import threading
 from collections import Counter
 from datetime import timedelta
 from pathlib import Path
 
-from emulators.clock import FakeClock
-from reaper.app.wiring import make_clients
-from reaper.passes.reap import ReapReport, reap_pass
+from reaper.passes.reap import ReapReport
 from reaper.providers.http import HttpOptions
-from tests.reap_support import FAST_CONFIRM, FAST_HTTP, World, world
+from tests.other_process_support import other_process_pass as _other_process_pass
+from tests.reap_support import world
 
 # Inside MAX_CLOCK_SKEW (5 minutes): this process's pass decides like any other.
 AHEAD = timedelta(minutes=3)
 ONE_AT_A_TIME = HttpOptions(
     timeout=2.0, max_attempts=2, backoff_base=0.01, backoff_cap=0.02, max_concurrency=1
 )
-
-
-def _other_process_pass(w: World, ahead: timedelta, into: list[ReapReport]) -> None:
-    """A whole pass of the other process (its own store connection and clock), run to its
-    end while the first process waits for an answer from the provider."""
-
-    async def go() -> ReapReport:
-        clients = make_clients(w.settings, FAST_HTTP)
-        store = w.store()
-        try:
-            clock = FakeClock(w.clock.now() + ahead)
-            return await reap_pass(
-                w.settings, store, clients, w.notifier, clock, confirm=FAST_CONFIRM
-            )
-        finally:
-            store.close()
-            await asyncio.gather(*(c.aclose() for c in clients))
-
-    result: list[ReapReport] = []
-    thread = threading.Thread(target=lambda: result.append(asyncio.run(go())))
-    thread.start()
-    thread.join(timeout=60)
-    into += result
 
 
 def test_a_process_whose_clock_is_minutes_ahead_does_not_take_a_live_lease(
