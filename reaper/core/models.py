@@ -183,10 +183,11 @@ class History(BaseModel):
 
 # Why a stopped instance past its deadline is not terminated, when a person may not intend it:
 # its protection cannot be read, it is a cluster member the pod endpoints cannot delete, the
-# termination cap holds it back, or no channel reaches a person. Each is alerted and makes the
+# termination cap holds it back, no channel reaches a person, or the read right before its
+# delete does not show it (or shows a state reaper cannot read). Each is alerted and makes the
 # pass exit 1 (docs/safety.md, "No silent exemption"); a deliberate choice (a keep, the marker, the
 # lock, REAPER_MAX_TERMINATIONS=0, observe mode) is none of these.
-Exemption = Literal["unreadable_protection", "cluster", "cap", "no_channel"]
+Exemption = Literal["unreadable_protection", "cluster", "cap", "no_channel", "fresh_read"]
 
 
 class Decision(BaseModel):

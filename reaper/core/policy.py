@@ -36,6 +36,7 @@ The rules, in the order they are applied to each instance:
 from __future__ import annotations
 
 from collections.abc import Sequence
+from dataclasses import dataclass
 from datetime import datetime
 from typing import Literal
 
@@ -261,11 +262,16 @@ def _unlicensed(
     terminate_at = max(due_at, now + settings.warn_before)
     verb = "would be terminated" if settings.mode == "observe" else "will be terminated"
     anew = "" if void.kind == "none" else f" ({void.why}: warned anew)"
+    # A channel that reaches a person is configured, but the last warning reached nobody (a
+    # revoked token): warned again every pass, so that a channel that recovers warns at once;
+    # past the deadline that is the no-channel exemption.
+    unheard = void.kind == "unheard" and now >= due_at
     return Decision(
         instance=inst,
         action="warn",
         reason=f"stopped for {stopped_for}; {verb} at {utc(terminate_at)}{anew}",
         due_at=terminate_at,
+        exempt="no_channel" if unheard else None,
     )
 
 
@@ -362,13 +368,24 @@ def decide(
     )
 
 
+@dataclass(frozen=True)
+class Recheck:
+    """Why a planned termination must not go out after all. `exempt`: nobody chose it — the
+    fresh reading does not show the instance, shows a state it cannot read, or cannot read
+    its protection — so, past its deadline, a person must hear of it (an exemption) instead
+    of a hold in silence, pass after pass."""
+
+    why: str
+    exempt: Exemption | None = None
+
+
 def recheck(
     planned: Decision,
     fresh: Instance | None,
     history: History,
     now: datetime,
     settings: Settings,
-) -> str | None:
+) -> Recheck | None:
     """Why a planned termination must not go out after all, from a reading taken right before
     the delete (and the history as it stands then), or None when it is still due.
 
@@ -377,17 +394,27 @@ def recheck(
     the instance may have moved, so it is left alone.
     """
     if fresh is None:
-        return "not in the fresh reading right before the delete; left for the next pass"
+        return Recheck(
+            "not in the fresh reading right before the delete; left for the next pass",
+            "fresh_read",
+        )
     if fresh.state != "stopped":
-        return (
-            f"the fresh reading right before the delete shows it {fresh.state} ({fresh.raw_status})"
+        unreadable = fresh.state not in RESETTING_STATES and fresh.state != "terminated"
+        return Recheck(
+            f"the fresh reading right before the delete shows it {fresh.state}"
+            f" ({fresh.raw_status})",
+            "fresh_read" if unreadable else None,
         )
     inst, _change, decision = _decide_one(fresh, history, now, settings)
     if inst.stopped_since != planned.instance.stopped_since:
-        return "the fresh reading shows a new stopped stretch (it was started meanwhile)"
+        return Recheck("the fresh reading shows a new stopped stretch (it was started meanwhile)")
     if decision is None or decision.action != "terminate":
         why = decision.reason if decision is not None else "no longer due"
-        return f"the fresh reading right before the delete: {why}"
+        unreadable = decision is not None and unreadable_exemption(
+            inst, history, now, settings.protect_marker
+        )
+        exempt: Exemption | None = "unreadable_protection" if unreadable else None
+        return Recheck(f"the fresh reading right before the delete: {why}", exempt)
     return None
 
 
@@ -459,6 +486,7 @@ __all__ = [
     "CLUSTER_REASON",
     "NO_CHANNEL_REASON",
     "RESETTING_STATES",
+    "Recheck",
     "decide",
     "future_start",
     "outlook",

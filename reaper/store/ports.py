@@ -53,6 +53,12 @@ class ReapLedger(Protocol):
         """First-seen-stopped times, warnings and kept instances, as the policy needs them."""
         ...
 
+    def history_of(self, key: str, now: datetime) -> History:
+        """One instance's history: its stretch, warning, keep and the "terminate now" request
+        not expired at `now` — point reads, cheap enough to run right before its DELETE
+        leaves (the gate's last look: nothing changed since the decision)."""
+        ...
+
     def start_stopped_clock(
         self, key: str, at: datetime, *, started_at: datetime | None = None
     ) -> None:

@@ -48,6 +48,9 @@ class RecordingStore:
     def history(self) -> History:
         return self.inner.history()
 
+    def history_of(self, key: str, now: datetime) -> History:
+        return self.inner.history_of(key, now)
+
     def audit_log(self, since: datetime | None = None) -> list[AuditRecord]:
         return self.inner.audit_log(since)
 

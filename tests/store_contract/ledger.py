@@ -338,3 +338,24 @@ class LedgerContract:
         store.request_termination(termination_request(at=T0 + MINUTE, expires_at=T0 + 2 * HOUR))
         [request] = store.termination_requests(T0 + 90 * MINUTE)
         assert request.requested_at == T0 + MINUTE
+
+    def test_history_of_one_instance_reads_what_history_holds_of_it(self, store: Store) -> None:
+        """The gate's last look right before a DELETE leaves (point reads of one key)."""
+        for key in ("runpod:a", "runpod:b"):
+            store.start_stopped_clock(key, T0, started_at=T0 - HOUR)
+            store.record_warning(key, warning(T0 + HOUR))
+            store.request_termination(termination_request(key, expires_at=T0 + 3 * HOUR))
+        store.keep(KeptInstance(key="runpod:b", since=T0 + 2 * HOUR, until=None, by="me"))
+        store.request_termination(termination_request("runpod:b", expires_at=T0 + 3 * HOUR))
+        now = T0 + 2 * HOUR
+        whole = store.history()
+        for key in ("runpod:a", "runpod:b"):
+            one = store.history_of(key, now)
+            assert one.first_seen_stopped == {key: T0}
+            assert one.stretch_started == {key: T0 - HOUR}
+            assert one.warnings == ({key: whole.warnings[key]} if key in whole.warnings else {})
+            assert one.kept == ({key: whole.kept[key]} if key in whole.kept else {})
+            [request] = [r for r in store.termination_requests(now) if r.key == key]
+            assert one.requests == {key: request}
+        assert store.history_of("runpod:a", T0 + 3 * HOUR).requests == {}, "expired"
+        assert store.history_of("runpod:none", now) == type(whole)()

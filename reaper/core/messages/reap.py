@@ -46,12 +46,16 @@ def termination_warning(
     *,
     next_check: datetime,
     observe: bool = False,
+    off: str = "",
 ) -> Alert:
     """The notice before a termination. It names the time: the termination comes no sooner
-    than that, and no sooner than REAPER_WARN_BEFORE after this message was delivered."""
+    than that, and no sooner than REAPER_WARN_BEFORE after this message was delivered.
+    `off`: what turns terminations off besides observe mode ("REAPER_MAX_TERMINATIONS=0"):
+    the warning then promises nothing, as in observe mode, and offers no "terminate now"."""
     when = f"in {humanize(terminate_at - now)}" if terminate_at > now else "now"
-    if observe:
-        title = f"{label(inst)} would be terminated {when} ({utc(terminate_at)}; observe mode)"
+    if observe or off:
+        tag = "observe mode" if observe else "terminations are off"
+        title = f"{label(inst)} would be terminated {when} ({utc(terminate_at)}; {tag})"
     else:
         title = f"{label(inst)} will be terminated {when} ({utc(terminate_at)})"
     return Alert(
@@ -59,14 +63,20 @@ def termination_warning(
         body=(
             f"{_stopped_for(inst, now)}, bills {_bills(inst)}{_of_storage(inst)}.{_note(inst)}"
             f" {inst.termination_loses} {_how_to_keep(inst, protect_marker, next_check)}"
-            + (" REAPER_MODE=observe destroys nothing." if observe else "")
+            + _destroys_nothing(observe, off)
         ),
         level="warning",
         event="termination_warning",
         dedup_key=f"termination_warning:{inst.key}",
         url=inst.console_url,
-        actions=warning_actions(inst, observe=observe),
+        actions=warning_actions(inst, observe=observe or bool(off)),
     )
+
+
+def _destroys_nothing(observe: bool, off: str) -> str:
+    if observe:
+        return " REAPER_MODE=observe destroys nothing."
+    return f" {off} turns terminations off: nothing is destroyed." if off else ""
 
 
 # A folded message carries at most this many bytes of body unless told otherwise (the pass
@@ -107,14 +117,19 @@ def fold_warnings(
     *,
     next_check: datetime,
     observe: bool = False,
+    off: str = "",
     budget: int = FOLD_BUDGET,
 ) -> list[tuple[list[str], Alert]]:
     """Many warnings of one pass folded into one message — several only when the list is too
     long for the smallest configured channel (`budget` bytes of body) — naming every instance
     under its deadline, so that a chat's rate limit cannot delay the notice of the last one.
     Returns (instance keys, alert) per message: an instance is warned only by a delivered
-    message that names it."""
-    verb = "would be terminated (observe mode)" if observe else "will be terminated"
+    message that names it. `off`: as for `termination_warning`."""
+    if observe or off:
+        tag = "observe mode" if observe else "terminations are off"
+        verb = f"would be terminated ({tag})"
+    else:
+        verb = "will be terminated"
     invisible = any(not inst.restart_visible for inst, _at in items)
     how = (
         "To keep one: `reaper keep <provider>:<id>`, or put"
@@ -124,6 +139,7 @@ def fold_warnings(
             if invisible
             else ", or start it."
         )
+        + _destroys_nothing(False, off)
     )
     ordered = sorted(items, key=lambda item: (item[1], item[0].key))
     entries = [
@@ -144,7 +160,7 @@ def fold_warnings(
             event="termination_warning",
             # Its own per pass and part: a fold never replaces another on the phone.
             dedup_key=f"termination_warnings:{now.isoformat()}:{number}",
-            actions=fold_actions([by_key[k] for k in keys], observe=observe),
+            actions=fold_actions([by_key[k] for k in keys], observe=observe or bool(off)),
         )
         folded.append((keys, alert))
     return folded
@@ -281,6 +297,11 @@ _EXEMPTION_ADVICE: dict[Exemption, str] = {
     ),
     "cap": "The termination cap holds it back: see the cap's own alert.",
     "no_channel": "No alert channel reaches a person: see the no-channel alert.",
+    "fresh_read": (
+        "The provider's listing shows it due, but its read of this one instance right before"
+        " the delete does not show it (or shows a state reaper cannot read), so nothing is"
+        " sent. Check it in the console: terminate it there, or keep it on purpose."
+    ),
 }
 
 
@@ -352,8 +373,9 @@ def no_channel_hold(instances: list[Instance], channel_hint: str) -> Alert:
     return Alert(
         title=f"{len(instances)} due terminations held: no alert channel reaches a person",
         body=(
-            f"Configure {channel_hint}, or set REAPER_REQUIRE_CHANNEL=false to accept warnings"
-            f" written only to the log. Held, and billing:\n{_bill_lines(instances)}"
+            f"Configure {channel_hint} (or repair the one that fails: its warnings reached"
+            " nobody), or set REAPER_REQUIRE_CHANNEL=false to accept warnings written only to"
+            f" the log. Held, and billing:\n{_bill_lines(instances)}"
         ),
         level="critical",
         event="no_channel_hold",

@@ -14,22 +14,55 @@ the request leaves, sends it, and records what it answered.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
-from datetime import datetime
+from datetime import datetime, timedelta
+from typing import Literal
 
 from reaper import log
-from reaper.core.models import AuditRecord, Decision, History, Instance
-from reaper.core.policy import recheck
+from reaper.core.models import AuditRecord, Decision, Exemption, History, Instance
+from reaper.core.policy import Recheck, recheck
 from reaper.passes.context import Context
 from reaper.providers.base import ProviderClient, ProviderError, StaleReading, error_text
 from reaper.store.ports import Store
 
+# Unconfirmed audit records older than this are no longer reconciled against listings.
+RECONCILE_WINDOW = timedelta(days=30)
+# The results of a delete that may have taken effect and that no listing has settled yet.
+UNSETTLED_RESULTS = ("requested", "deleted", "not_found")
+UNSETTLED_WHY = "an earlier delete of it is not settled yet: the next complete listing settles it"
+# A delete whose answer may have been lost (left `requested`, or settled `not_sent` because a
+# listing still showed it stopped) counts this long as a likely cause of the instance's absence.
+LOST_ANSWER_WINDOW = timedelta(hours=6)
+MAYBE_GONE_WHY = (
+    "not in the fresh reading right before the delete, and an earlier delete of it may have"
+    " taken effect: the next listings settle it"
+)
+
+# What a refusal means for the instance: `refused` — left alone (by a person's doing or the
+# instance's own: started, kept, protected, no longer due; or, with `exempt`, for a reason
+# nobody chose, which a person must hear of); `later` — it stays due and a later pass does it
+# (an earlier delete of it is unsettled, the lease was lost).
+RefusalKind = Literal["refused", "later"]
+
 
 @dataclass(frozen=True)
 class Refused:
-    """The pure check said no on the fresh reading: nothing was sent."""
+    """The gate said no: nothing was sent."""
 
     why: str
+    kind: RefusalKind = "refused"
+    exempt: Exemption | None = None
+
+
+class Changed(Exception):
+    """Raised by the last look right before a request leaves: what the delete was decided on
+    no longer holds (the gate turns it into `Refused`; nothing was sent or written)."""
+
+    def __init__(self, why: str, kind: RefusalKind) -> None:
+        super().__init__(why)
+        self.why = why
+        self.kind = kind
 
 
 @dataclass(frozen=True)
@@ -48,6 +81,64 @@ def pass_history(store: Store, now: datetime) -> History:
     return history.model_copy(update={"requests": requests}) if requests else history
 
 
+@dataclass(frozen=True)
+class EarlierDeletes:
+    """(instance key, stretch) of earlier deletes no listing has confirmed. `unsettled`: they
+    may have taken effect and no listing has settled them (a pass died as one left, or its
+    answer or confirmation was lost): another delete of the same stretch waits until the next
+    complete listing settles it, so that `reaper audit` never shows one instance terminated
+    twice. `answer_lost`: recent, left `requested` or settled `not_sent` — if the instance is
+    now missing, that delete is the likely reason, not a reading gone wrong."""
+
+    unsettled: frozenset[tuple[str, datetime | None]] = frozenset()
+    answer_lost: frozenset[tuple[str, datetime | None]] = frozenset()
+
+
+def earlier_deletes(store: Store, now: datetime) -> EarlierDeletes:
+    records = [r for r in store.audit_log(since=now - RECONCILE_WINDOW) if not r.confirmed]
+    return EarlierDeletes(
+        unsettled=frozenset(
+            (r.key, r.stopped_since) for r in records if r.result in UNSETTLED_RESULTS
+        ),
+        answer_lost=frozenset(
+            (r.key, r.stopped_since)
+            for r in records
+            if r.result in ("requested", "not_sent") and now - r.requested_at <= LOST_ANSWER_WINDOW
+        ),
+    )
+
+
+def _facts(history: History, key: str) -> tuple[object, ...]:
+    """What of one instance's history a delete rests on."""
+    return (
+        history.first_seen_stopped.get(key),
+        history.warnings.get(key),
+        history.kept.get(key),
+        history.requests.get(key),
+    )
+
+
+@dataclass(frozen=True)
+class Fence:
+    """The last look right before a request leaves (after its wait for a concurrency slot, a
+    rate-limit pause or a retry): the pass still holds the reap lease — so two passes never
+    both delete, whatever their clocks say — and the instance's stretch, warning, keep and
+    "terminate now" read (point reads) as they did when the delete was decided."""
+
+    store: Store
+    holds_lease: Callable[[], bool]
+
+    def check(self, key: str, decided_on: History, now: datetime) -> None:
+        if not self.holds_lease():
+            raise Changed("this pass no longer holds the reap lease", "later")
+        if _facts(self.store.history_of(key, now), key) != _facts(decided_on, key):
+            raise Changed(
+                "its keep, warning or terminate-now request changed while its delete waited"
+                " to leave",
+                "refused",
+            )
+
+
 async def delete(
     ctx: Context,
     client: ProviderClient,
@@ -55,21 +146,28 @@ async def delete(
     fresh: Instance | None,
     *,
     not_after: float,
+    fence: Fence,
     history: History | None = None,
+    earlier: EarlierDeletes | None = None,
 ) -> AuditRecord | Refused | NotSent:
     """One DELETE through the gate (module docstring). `fresh`: the instance as the reading
     taken right before shows it (None: not in it); `not_after`: the `time.monotonic()` instant
     after which that reading is too old for the request to leave; `history`: the store's
     history read with that reading (one read for a round of deletes: a hundred reads, one per
-    delete, would age the reading past `not_after` before the last one leaves), else read now."""
+    delete, would age the reading past `not_after` before the last one leaves), else read now;
+    `earlier`: `earlier_deletes`, read with it (else now); `fence`: the last look."""
     inst = planned.instance
     now = ctx.clock.now()
     if history is None:
         history = pass_history(ctx.store, now)
-    why = recheck(planned, fresh, history, now, ctx.settings)
-    if why is not None:
-        log.event("terminate", provider=inst.provider, id=inst.id, result="skipped", reason=why)
-        return Refused(why)
+    if earlier is None:
+        earlier = earlier_deletes(ctx.store, now)
+    refusal = _refusal(planned, fresh, history, earlier, now, ctx)
+    if refusal is not None:
+        log.event(
+            "terminate", provider=inst.provider, id=inst.id, result="skipped", reason=refusal.why
+        )
+        return refusal
     record = AuditRecord(
         provider=inst.provider,
         account=inst.account,
@@ -88,6 +186,7 @@ async def delete(
         # Right before the request goes out, so a pass that dies mid-call still leaves a
         # record that the next pass settles, and a delete never sent leaves none.
         nonlocal sent
+        fence.check(inst.key, history, ctx.clock.now())
         sent = True
         ctx.store.record_termination(record)
 
@@ -95,6 +194,9 @@ async def delete(
         outcome = await ctx.effects.delete(
             client, inst.id, not_after=not_after, before_send=write_requested
         )
+    except Changed as exc:
+        log.event("terminate", provider=inst.provider, id=inst.id, result="skipped", reason=exc.why)
+        return Refused(f"{exc.why}: nothing was sent", exc.kind)
     except StaleReading as exc:
         if not sent:
             log.event(
@@ -133,4 +235,35 @@ async def delete(
     return record
 
 
-__all__ = ["NotSent", "Refused", "delete", "pass_history"]
+def _refusal(
+    planned: Decision,
+    fresh: Instance | None,
+    history: History,
+    earlier: EarlierDeletes,
+    now: datetime,
+    ctx: Context,
+) -> Refused | None:
+    stretch = (planned.instance.key, planned.instance.stopped_since)
+    said: Recheck | None = recheck(planned, fresh, history, now, ctx.settings)
+    if said is not None:
+        if fresh is None and stretch in earlier.answer_lost:
+            # Gone, most likely by that delete: two listings that miss it confirm it.
+            return Refused(MAYBE_GONE_WHY)
+        return Refused(said.why, exempt=said.exempt)
+    if stretch in earlier.unsettled:
+        return Refused(UNSETTLED_WHY, "later")
+    return None
+
+
+__all__ = [
+    "LOST_ANSWER_WINDOW",
+    "RECONCILE_WINDOW",
+    "Changed",
+    "EarlierDeletes",
+    "Fence",
+    "NotSent",
+    "Refused",
+    "delete",
+    "earlier_deletes",
+    "pass_history",
+]

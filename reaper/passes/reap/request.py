@@ -15,7 +15,6 @@ from reaper.passes.reap.report import ActOptions, ConfirmOptions, ReapReport, Re
 from reaper.passes.reap.run import apply_clock_changes
 from reaper.passes.reap.state import (
     LEASE_NAME,
-    LEASE_TTL,
     LeaseLost,
     PassState,
     Sleep,
@@ -23,8 +22,9 @@ from reaper.passes.reap.state import (
     lease_owner,
     list_all,
     set_aside_skewed,
+    take_lease,
 )
-from reaper.passes.reap.terminate import terminate_all
+from reaper.passes.reap.terminate import reconcile, terminate_all
 from reaper.settings.model import Settings
 
 # Why a "terminate now" is refused when it was issued with the warning of another stretch.
@@ -56,7 +56,8 @@ async def request_pass(
     """Carry out the "terminate now" request for one instance (`key`) at once, with every check
     of a reap pass and its one delete path: the reap lease (so no other pass acts beside it),
     a complete listing of its provider's accounts, the clock check, the policy (stopped,
-    unprotected, not locked or kept, the cap, observe mode and clusters `hold`), then the fresh
+    unprotected, not locked or kept, the cap, observe mode and clusters `hold`) after settling
+    what an earlier pass left unconfirmed, then the fresh
     read right before the DELETE, the re-list that confirms it and the audit record. The
     request itself was recorded by the caller; it is ended here unless the answer is `later`.
     """
@@ -69,7 +70,7 @@ async def request_pass(
     narrow = dataclasses.replace(ctx, clients=clients)
     now = ctx.clock.now()
     owner = lease_owner()
-    if not store.acquire_lease(LEASE_NAME, owner, now, LEASE_TTL):
+    if not take_lease(store, owner, now):
         log.event("request", id=key, result="lease_taken")
         return RequestOutcome("later", "a reap pass is running now")
     run = PassState(
@@ -99,6 +100,9 @@ async def _request(run: PassState, key: str) -> RequestOutcome:
     if problem:
         return RequestOutcome("later", problem)
     await set_aside_skewed(run)
+    # What an earlier pass left unsettled (it died as its DELETE left) is settled first, as a
+    # reap pass does: an unsettled delete of this instance would keep the gate shut.
+    await reconcile(run, run.seen.instances)
     listed = [i for i in run.seen.instances if i.key == key]
     if not listed:
         if run.seen.errors:

@@ -20,7 +20,7 @@ from reaper import log
 from reaper.channels.base import Notifier
 from reaper.clock import Clock
 from reaper.core import messages
-from reaper.core.models import History, Listing, Plan, ReapRun, instance_key
+from reaper.core.models import Decision, History, Listing, Plan, ReapRun, instance_key
 from reaper.core.policy import decide
 from reaper.core.witness import trustworthy_absence
 from reaper.passes.context import Context
@@ -38,7 +38,6 @@ from reaper.passes.reap.report import (
 )
 from reaper.passes.reap.state import (
     LEASE_NAME,
-    LEASE_TTL,
     LeaseLost,
     PassState,
     Sleep,
@@ -47,8 +46,14 @@ from reaper.passes.reap.state import (
     lease_owner,
     list_all,
     set_aside_skewed,
+    take_lease,
 )
-from reaper.passes.reap.terminate import announce_pending, reconcile, terminate_all
+from reaper.passes.reap.terminate import (
+    announce_pending,
+    confirm_lost_answers,
+    reconcile,
+    terminate_all,
+)
 from reaper.passes.reap.warn import alert_exemptions, mark_held, observe_holds, warn_all
 from reaper.providers.base import UNREADABLE_ID_PREFIX, ProviderClient
 from reaper.settings.model import Settings
@@ -122,7 +127,7 @@ async def reap_pass(
     now = clock.now()
     report = ReapReport(dry_run=dry_run, mode=settings.mode, at=now)
     owner = lease_owner()
-    if not ctx.store.acquire_lease(LEASE_NAME, owner, now, LEASE_TTL):
+    if not take_lease(ctx.store, owner, now):
         report.lease_taken = True
         report.lease_note = lease_note(ctx.store.lease_holder(LEASE_NAME))
         log.event("reap", result="lease_taken", holder=report.lease_note)
@@ -215,6 +220,7 @@ async def _run(run: PassState, max_terminations: int | None) -> None:
     apply_clock_changes(store, plan, history)
     previous = {(x.provider, x.account): x for x in store.listings()}
     ended, missed = absences(history, run.seen, previous, now, settings.reap_every)
+    await confirm_lost_answers(run, ended, history.first_seen_stopped)
     for key in ended:
         store.reset_stopped_clock(key)
     for key in missed - set(history.missing_since):
@@ -273,14 +279,15 @@ async def _act(run: PassState, plan: Plan, max_terminations: int | None) -> None
     warn = [d for d in plan.decisions if d.action == "warn"]
     due = [d for d in plan.decisions if d.action == "terminate"]
     held = [d for d in plan.decisions if d.action == "hold"]
-    report.actions += await warn_all(run, warn)
+    cap = settings.max_terminations if max_terminations is None else max_terminations
+    source = "REAPER_MAX_TERMINATIONS" if max_terminations is None else "--max-terminations"
+    report.cap, report.cap_source = cap, source
+    # A cap of 0 turns terminations off: its warnings promise none (as in observe mode).
+    report.actions += await warn_all(run, warn, off=f"{source}=0" if cap == 0 else "")
     await observe_holds(run, held)
     report.actions += [result_of(d) for d in plan.decisions if d.action in ("hold", "protect")]
     mark_held(run, held)
 
-    cap = settings.max_terminations if max_terminations is None else max_terminations
-    source = "REAPER_MAX_TERMINATIONS" if max_terminations is None else "--max-terminations"
-    report.cap, report.cap_source = cap, source
     if plan.cap_exceeded:
         capped = [d.instance for d in held if d.instance.key in plan.capped]
         await run.alert_once(
@@ -289,13 +296,35 @@ async def _act(run: PassState, plan: Plan, max_terminations: int | None) -> None
     else:
         run.store.close_episode(CAP_EPISODE)
 
-    unheard = [d.instance for d in held if d.exempt == "no_channel"]
+    unheard_keys = {
+        instance_key(a.provider, a.id) for a in report.actions if a.exempt == "no_channel"
+    }
+    unheard = [d.instance for d in plan.decisions if d.instance.key in unheard_keys]
     if unheard:
         alert = messages.no_channel_hold(unheard, settings.channel_hint)
         await run.alert_once(NO_CHANNEL_EPISODE, alert)
     else:
         run.store.close_episode(NO_CHANNEL_EPISODE)
-    await alert_exemptions(run, plan.decisions)
-
     if due:
         report.actions += await terminate_all(run, due)
+    # What the gate left alone for a reason nobody chose is an exemption like the plan's: its
+    # license held (not warned again while it lasts), named once per episode.
+    refused = exempt_at_the_gate(due, report.actions)
+    mark_held(run, refused)
+    spared = {d.instance.key for d in refused}
+    await alert_exemptions(
+        run, [d for d in plan.decisions if d.instance.key not in spared] + refused
+    )
+
+
+def exempt_at_the_gate(due: Sequence[Decision], actions: Sequence[ActionResult]) -> list[Decision]:
+    """The due terminations the gate refused for a reason nobody chose, as `hold` decisions
+    with their exemption and the gate's reason."""
+    by_key = {d.instance.key: d for d in due}
+    return [
+        by_key[key].model_copy(update={"action": "hold", "exempt": a.exempt, "reason": a.reason})
+        for a in actions
+        if a.exempt is not None
+        and a.action == "hold"
+        and (key := instance_key(a.provider, a.id)) in by_key
+    ]

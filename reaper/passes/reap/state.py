@@ -28,15 +28,19 @@ from reaper.settings.model import Settings
 from reaper.store.ports import Lease, Store
 
 LEASE_NAME = "reap"
-# Short, so that a pass that was killed holds up the next for two minutes, not half an hour;
-# kept alive while its pass runs: renewed before each step that acts and, in the background,
-# every LEASE_RENEW_EVERY (a slow listing or a slow channel takes as long as it takes). Each
-# renewal is fenced: it only extends a lease this pass still holds and that has not expired.
-LEASE_TTL = timedelta(minutes=2)
-LEASE_RENEW_EVERY = 20.0
 # The providers' clocks (their answers' `Date`) and ours may differ by this much; more, and a
 # pass decides nothing: a clock a day ahead would make a pod stopped for two hours look due.
+# Two reaper processes on one store may differ by as much, so a lease counts as expired only
+# MAX_CLOCK_SKEW after its expiry (`take_lease`).
 MAX_CLOCK_SKEW = timedelta(minutes=5)
+# Short, so that a pass that was killed holds up the next for minutes (its TTL and the
+# MAX_CLOCK_SKEW grace: about seven), not half an hour; kept alive while its pass runs:
+# renewed before each step that acts and, in the background, every LEASE_RENEW_EVERY (a slow
+# listing or a slow channel takes as long as it takes), and right before each DELETE leaves
+# (`gate.Fence`). Each renewal is fenced: it only extends a lease this pass still holds and
+# that has not expired.
+LEASE_TTL = timedelta(minutes=2)
+LEASE_RENEW_EVERY = 20.0
 # One episode per provider whose clock is off.
 PROVIDER_CLOCK_EPISODE = "reap:provider_clock:"
 Sleep = Callable[[float], Awaitable[None]]
@@ -52,13 +56,26 @@ def lease_owner() -> str:
     return f"{socket.gethostname()}:{os.getpid()}:{uuid.uuid4().hex}"
 
 
+def take_lease(store: Store, owner: str, now: datetime) -> bool:
+    """Take the reap lease until now + LEASE_TTL if it is free, ours, or expired by more than
+    MAX_CLOCK_SKEW: a lease is judged by the taker's clock, and another process's clock may be
+    minutes behind ours — its live lease must not look expired to us. (The store judges
+    expiry at the `now` it is given, so it is given ours less the skew, with the TTL made
+    longer by as much: the lease written still ends at now + LEASE_TTL.)"""
+    return store.acquire_lease(LEASE_NAME, owner, now - MAX_CLOCK_SKEW, LEASE_TTL + MAX_CLOCK_SKEW)
+
+
 def lease_note(lease: Lease | None) -> str:
-    """ "another reap pass (host h, pid 42) holds the lease until 10:02 UTC", in a line."""
+    """ "another reap pass (host h, pid 42) holds the lease until 10:02 UTC (honoured until
+    10:07 UTC …)", in a line."""
     if lease is None:
         return "another reap pass holds the lease"
     parts = lease.owner.split(":")
     whose = f" (host {parts[0]}, pid {parts[1]})" if len(parts) == 3 else ""
-    return f"another reap pass{whose} holds the lease until {utc(lease.expires_at)}"
+    return (
+        f"another reap pass{whose} holds the lease until {utc(lease.expires_at)}"
+        f" (honoured until {utc(lease.expires_at + MAX_CLOCK_SKEW)}: its clock may be behind)"
+    )
 
 
 async def keep_leased(

@@ -7,7 +7,7 @@ from __future__ import annotations
 import asyncio
 import time
 from collections.abc import Collection, Mapping, Sequence
-from datetime import timedelta
+from datetime import datetime
 from typing import Literal
 
 from reaper import log
@@ -15,13 +15,19 @@ from reaper.core import messages
 from reaper.core.models import AuditRecord, Decision, Instance
 from reaper.core.policy import RESETTING_STATES
 from reaper.core.witness import proves_gone, trustworthy_absence
-from reaper.passes.reap.gate import NotSent, Refused, delete, pass_history
+from reaper.passes.reap.gate import (
+    LOST_ANSWER_WINDOW,
+    RECONCILE_WINDOW,
+    Fence,
+    NotSent,
+    Refused,
+    delete,
+    earlier_deletes,
+    pass_history,
+)
 from reaper.passes.reap.report import ActionResult, result_of, storage_per_month
 from reaper.passes.reap.state import LeaseLost, PassState, by_account
 from reaper.providers.base import UNREADABLE_ID_PREFIX, ProviderClient, error_text
-
-# Unconfirmed audit records older than this are no longer reconciled against listings.
-RECONCILE_WINDOW = timedelta(days=30)
 
 
 def witnesses_of(fleet: Sequence[Instance], pending: Collection[str]) -> set[str]:
@@ -133,15 +139,38 @@ def _settle(
     log.event("reconcile", provider=record.provider, id=record.id, result=result)
 
 
-async def _reconciled(run: PassState, record: AuditRecord) -> None:
+async def confirm_lost_answers(
+    run: PassState, ended: Collection[str], stretches: Mapping[str, datetime]
+) -> None:
+    """Stretches that end as gone (two listings missed the instance) right after a delete of
+    theirs whose answer was lost — left `requested`, or settled `not_sent` because a listing
+    still showed it stopped (the provider took its time) — were ended by that delete: it is
+    confirmed and announced, once (a confirmed record is never matched again)."""
+    if not ended:
+        return
+    for record in run.store.audit_log(since=run.started - LOST_ANSWER_WINDOW):
+        since = stretches.get(record.key)
+        if (
+            record.key in ended
+            and since is not None
+            and record.requested_at >= since
+            and not record.confirmed
+            and record.result in ("requested", "not_sent")
+        ):
+            why = "gone from two listings after it: the delete's answer was lost"
+            await _reconciled(run, record, why)
+
+
+async def _reconciled(
+    run: PassState, record: AuditRecord, why: str = "confirmed by a later pass's listing"
+) -> None:
     confirmed = record.model_copy(
         update={
-            "result": "deleted" if record.result == "requested" else record.result,
+            "result": "deleted" if record.result in ("requested", "not_sent") else record.result,
             "confirmed": True,
             "confirmed_at": run.ctx.clock.now(),
             "announced": False,
-            "detail": (record.detail + "; " if record.detail else "")
-            + "confirmed by a later pass's listing",
+            "detail": (record.detail + "; " if record.detail else "") + why,
         }
     )
     run.store.record_termination(confirmed)
@@ -153,7 +182,8 @@ async def _reconciled(run: PassState, record: AuditRecord) -> None:
 
 async def announce(run: PassState, record: AuditRecord) -> None:
     """The "Terminated …" alert of a confirmed termination, then its record marked
-    announced: a process that dies in between leaves it for the next pass to send."""
+    announced — only when a channel took it: a process that dies in between, or a message
+    every channel failed, leaves it for the next pass to send (`announce_pending`)."""
     inst = Instance(
         provider=record.provider,
         account=record.account,
@@ -164,7 +194,10 @@ async def announce(run: PassState, record: AuditRecord) -> None:
         stopped_since=record.stopped_since,
         cost_per_hour=record.cost_per_hour,
     )
-    await run.alert(messages.terminated(inst, storage_per_month(inst)))
+    deliveries = await run.alert(messages.terminated(inst, storage_per_month(inst)))
+    if deliveries and not any(d.ok for d in deliveries):
+        log.event("announce", provider=record.provider, id=record.id, result="failed")
+        return
     run.store.record_termination(record.model_copy(update={"announced": True}))
 
 
@@ -228,7 +261,10 @@ async def _delete_batch(
         run.require_lease("before deleting")
         not_after = read_at + run.act.fresh_for
         # The store's history once for the round, as fresh as the reading it goes with.
-        history = pass_history(run.store, run.ctx.clock.now())
+        round_at = run.ctx.clock.now()
+        history = pass_history(run.store, round_at)
+        earlier = earlier_deletes(run.store, round_at)
+        fence = Fence(run.store, lambda: _holds_lease(run))
         outcomes = await asyncio.gather(
             *(
                 delete(
@@ -237,7 +273,9 @@ async def _delete_batch(
                     decision,
                     current_reads.get(decision.instance.id),
                     not_after=not_after,
+                    fence=fence,
                     history=history,
+                    earlier=earlier,
                 )
                 for decision in pending
             )
@@ -245,9 +283,7 @@ async def _delete_batch(
         waiting, pending = pending, []
         for decision, outcome in zip(waiting, outcomes, strict=True):
             if isinstance(outcome, Refused):
-                dropped.append(
-                    result_of(decision, action="hold", reason=f"not terminated: {outcome.why}")
-                )
+                dropped.append(_refused(decision, outcome))
             elif isinstance(outcome, NotSent):
                 pending.append(decision)
             else:
@@ -259,6 +295,23 @@ async def _delete_batch(
         for d in pending
     ]
     return sent, dropped, fresh
+
+
+def _holds_lease(run: PassState) -> bool:
+    """The fence's lease check: a pass that finds it lost says so (it needs attention)."""
+    if run.still_leased():
+        return True
+    run.report.lease_lost = True
+    return False
+
+
+def _refused(decision: Decision, refused: Refused) -> ActionResult:
+    """A delete the gate refused: left alone (`hold`, an exemption when nobody chose it), or,
+    still due for a later pass, a termination not done."""
+    if refused.kind == "later":
+        return result_of(decision, reason=f"{decision.reason}; not deleted: {refused.why}")
+    held = result_of(decision, action="hold", reason=f"not terminated: {refused.why}")
+    return held.model_copy(update={"exempt": refused.exempt})
 
 
 async def confirm_account(

@@ -31,16 +31,18 @@ FOLD_WARNINGS_AFTER = 5
 EXEMPT_EPISODE = "exempt:"
 # The exemptions alerted per instance; the cap's and no-channel's alerts are one each, naming
 # every instance they hold.
-PER_INSTANCE_EXEMPTIONS: tuple[Exemption, ...] = ("unreadable_protection", "cluster")
+PER_INSTANCE_EXEMPTIONS: tuple[Exemption, ...] = ("unreadable_protection", "cluster", "fresh_read")
 
 
-async def warn_all(run: PassState, decisions: list[Decision]) -> list[ActionResult]:
+async def warn_all(
+    run: PassState, decisions: list[Decision], *, off: str = ""
+) -> list[ActionResult]:
     """Send this pass's warnings at once: alone and concurrently when few, folded into as
     few messages as hold them when many, so a slow channel cannot eat one instance's
     notice. Each announces the deadline computed from the clock right before sending
     (never one already past), and is recorded at its own delivery time, with whether a
     person could read it; an instance counts as warned only if a message naming it was
-    delivered."""
+    delivered. `off`: what turns terminations off (a cap of 0): the warnings promise none."""
     if not decisions:
         return []
     run.require_lease("before warning")
@@ -57,6 +59,7 @@ async def warn_all(run: PassState, decisions: list[Decision]) -> list[ActionResu
             marker,
             next_check=next_check,
             observe=observe_mode,
+            off=off,
             budget=fold_budget(run),
         )
         by_key = {d.instance.key: d for d in decisions}
@@ -72,6 +75,7 @@ async def warn_all(run: PassState, decisions: list[Decision]) -> list[ActionResu
                     marker,
                     next_check=next_check,
                     observe=observe_mode,
+                    off=off,
                 ),
             )
             for d in decisions
@@ -146,27 +150,32 @@ def _record_warning(
     )
     live = run.ctx.effects.live
     if warning.heard:
-        return result_of(decision, done=live)
+        # Heard: whatever no-channel exemption the plan expected is over.
+        return result_of(decision, done=live).model_copy(update={"exempt": None})
+    # A channel that reaches a person is configured and failed: the warning licenses nothing
+    # (REAPER_REQUIRE_CHANNEL=true) and is not done — the pass exits 1 while that lasts.
+    failed = run.settings.require_channel and run.settings.human_channel
     return result_of(
         decision,
-        done=live,
+        done=live and not failed,
         reason=f"{decision.reason} (written to the log only: {no_channel_reason(run.settings)})",
     )
 
 
 def mark_held(run: PassState, decisions: list[Decision]) -> None:
-    """A licensed termination held back (the cap, observe mode): its license does not go
-    stale while that lasts — the next pass that may terminate does not warn again."""
+    """A licensed termination held back (the cap, observe mode, the gate for a reason nobody
+    chose): its license does not go stale while that lasts — the next pass that may terminate
+    does not warn again."""
     for decision in decisions:
         if decision.licensed_by is not None:
             run.store.mark_warning_held(decision.instance.key, decision.licensed_by, run.started)
 
 
 async def alert_exemptions(run: PassState, decisions: list[Decision]) -> None:
-    """Each instance past its deadline that an unreadable protection or its cluster keeps
-    from termination: one episode per instance and kind, its first pass named in one alert
-    per kind (with what each bills); an episode closes once it no longer applies to an
-    instance its provider listed completely."""
+    """Each instance past its deadline that an unreadable protection, its cluster or the read
+    right before its delete keeps from termination: one episode per instance and kind, its
+    first pass named in one alert per kind (with what each bills); an episode closes once it
+    no longer applies to an instance its provider listed completely."""
     current = {(d.exempt, d.instance.key): d.instance for d in decisions if d.exempt}
     for kind in PER_INSTANCE_EXEMPTIONS:
         fresh: list[tuple[Instance, str]] = []

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import time
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from datetime import datetime, timedelta
 from typing import TYPE_CHECKING, Any
 
@@ -101,45 +101,65 @@ def _warning(item: Mapping[str, Any]) -> WarningRecord | None:
     )
 
 
+def _history(items: Iterable[Item]) -> History:
+    """The history the items of the `history` partition hold."""
+    from reaper.core.models import History, KeptInstance
+
+    first_seen: dict[str, datetime] = {}
+    started_seen: dict[str, datetime] = {}
+    missing: dict[str, datetime] = {}
+    warned: dict[str, WarningRecord] = {}
+    kept: dict[str, KeptInstance] = {}
+    for item in items:
+        kind, _, key = str(item["sk"]["S"]).partition("#")
+        since = _str(item, "since")
+        if kind == "stop":
+            if since is not None:
+                first_seen[key] = text_time(since)
+            if (started := _str(item, "started")) is not None:
+                started_seen[key] = text_time(started)
+            if (missed := _str(item, "missing_since")) is not None:
+                missing[key] = text_time(missed)
+            if (warning := _warning(item)) is not None:
+                warned[key] = warning
+        elif kind == "keep" and since is not None:
+            until = _str(item, "until")
+            kept[key] = KeptInstance(
+                key=key,
+                since=text_time(since),
+                until=None if until is None else text_time(until),
+                by=_str(item, "by") or "",
+            )
+    return History(
+        first_seen_stopped=first_seen,
+        stretch_started=started_seen,
+        missing_since=missing,
+        warnings=warned,
+        kept=kept,
+    )
+
+
 class LedgerStore(DynamoDBTable):
     """The reap ledger (`ReapLedger`): stopped clocks, warnings, keeps, terminate-now requests,
     audit records and reap runs."""
 
     def history(self) -> History:
-        from reaper.core.models import History, KeptInstance
+        return _history(self._query("history"))
 
-        first_seen: dict[str, datetime] = {}
-        started_seen: dict[str, datetime] = {}
-        missing: dict[str, datetime] = {}
-        warned: dict[str, WarningRecord] = {}
-        kept: dict[str, KeptInstance] = {}
-        for item in self._query("history"):
-            kind, _, key = str(item["sk"]["S"]).partition("#")
-            since = _str(item, "since")
-            if kind == "stop":
-                if since is not None:
-                    first_seen[key] = text_time(since)
-                if (started := _str(item, "started")) is not None:
-                    started_seen[key] = text_time(started)
-                if (missed := _str(item, "missing_since")) is not None:
-                    missing[key] = text_time(missed)
-                if (warning := _warning(item)) is not None:
-                    warned[key] = warning
-            elif kind == "keep" and since is not None:
-                until = _str(item, "until")
-                kept[key] = KeptInstance(
-                    key=key,
-                    since=text_time(since),
-                    until=None if until is None else text_time(until),
-                    by=_str(item, "by") or "",
-                )
-        return History(
-            first_seen_stopped=first_seen,
-            stretch_started=started_seen,
-            missing_since=missing,
-            warnings=warned,
-            kept=kept,
-        )
+    def history_of(self, key: str, now: datetime) -> History:
+        """Three strongly consistent point reads: the stretch's item (with its warning), the
+        keep's, the request's."""
+        from reaper.core.models import TerminationRequest
+
+        items = [self._get("history", f"{kind}#{key}") for kind in ("stop", "keep")]
+        history = _history(item for item in items if item is not None)
+        request_item = self._get("request", key)
+        if request_item is None:
+            return history
+        request = TerminationRequest.model_validate_json(request_item["request"]["S"])
+        if now >= request.expires_at:
+            return history
+        return history.model_copy(update={"requests": {key: request}})
 
     def start_stopped_clock(
         self, key: str, at: datetime, *, started_at: datetime | None = None

@@ -83,14 +83,38 @@ class LedgerStore(SQLiteConnection):
     audit records and reap runs."""
 
     def history(self) -> History:
-        from reaper.core.models import History, KeptInstance
-
         with self._read() as conn:
             stopped = conn.execute(
                 "SELECT key, since, started, missing_since FROM stopped_clock"
             ).fetchall()
             warnings = conn.execute(_SELECT_WARNINGS).fetchall()
             kept = conn.execute("SELECT key, since, until, kept_by FROM kept").fetchall()
+        return self._history(stopped, warnings, kept)
+
+    def history_of(self, key: str, now: datetime) -> History:
+        where = (key,)
+        with self._read() as conn:
+            stopped = conn.execute(
+                "SELECT key, since, started, missing_since FROM stopped_clock WHERE key = ?", where
+            ).fetchall()
+            warnings = conn.execute(_SELECT_WARNINGS + " WHERE key = ?", where).fetchall()
+            kept = conn.execute(
+                "SELECT key, since, until, kept_by FROM kept WHERE key = ?", where
+            ).fetchall()
+            requests = conn.execute(
+                "SELECT request FROM termination_requests WHERE key = ? AND expires_at > ?",
+                (key, time_text(now)),
+            ).fetchall()
+        from reaper.core.models import TerminationRequest
+
+        history = self._history(stopped, warnings, kept)
+        found = [TerminationRequest.model_validate_json(request) for (request,) in requests]
+        return history.model_copy(update={"requests": {r.key: r for r in found}})
+
+    @staticmethod
+    def _history(stopped: list[Any], warnings: list[Any], kept: list[Any]) -> History:
+        from reaper.core.models import History, KeptInstance
+
         return History(
             first_seen_stopped={key: text_time(since) for key, since, *_ in stopped},
             stretch_started={
