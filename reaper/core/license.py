@@ -6,7 +6,10 @@ request bound to the stretch instead: `policy.stretch_request`), and the one gat
 right before each DELETE (`passes.reap.gate`). A warning licenses nothing when:
 - it was issued for another stretch (a restart the reaper saw, or an older record that does
   not say which stretch it was for);
-- it was sent in the other mode (an observe warning said "would be terminated");
+- it was sent in the other mode: an observe warning, or one sent while a cap of 0 turned
+  terminations off, said "would be terminated" and licenses nothing once terminations are on
+  (`Settings.warning_mode`); an enforce warning licenses nothing in observe mode (a cap of 0
+  only holds it back);
 - it reached no person and REAPER_REQUIRE_CHANNEL is true;
 - a keep or an unkeep was recorded after it (the store drops the warning then too; this is
   the second line: a keep record newer than the warning);
@@ -77,8 +80,10 @@ def license_for(
         return Void("legacy", "its warning was recorded by an older reaper")
     if warning.stretch != stretch or warning.at < stretch:
         return Void("stretch", "its warning belongs to an earlier stopped stretch")
-    if warning.mode != settings.mode:
-        return Void("mode", f"its warning was sent in {warning.mode} mode")
+    if warning.mode == "observe" and settings.warning_mode == "enforce":
+        return Void("mode", "its warning promised no termination (observe mode or a cap of 0)")
+    if warning.mode == "enforce" and settings.mode == "observe":
+        return Void("mode", "its warning was sent in enforce mode")
     if settings.require_channel and not warning.heard:
         return Void("unheard", "its warning reached no person")
     kept = history.kept.get(key)

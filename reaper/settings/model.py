@@ -88,6 +88,13 @@ class Settings:
         return any(c.reaches_person for c in self.channels)
 
     @property
+    def warning_mode(self) -> Literal["enforce", "observe"]:
+        """The mode a warning is sent and recorded in. A cap of 0 turns terminations off, and
+        its warnings say "would be terminated" as observe mode's do: such a warning licenses no
+        termination once the cap is raised (the instance is warned anew, with a deadline)."""
+        return "observe" if self.mode == "observe" or self.max_terminations == 0 else "enforce"
+
+    @property
     def accounts(self) -> tuple[Account, ...]:
         return tuple(a for p in self.providers for a in p.accounts)
 

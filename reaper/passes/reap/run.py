@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import Mapping, Sequence
+from dataclasses import replace
 from datetime import datetime, timedelta
 
 from reaper import log
@@ -122,7 +123,11 @@ async def reap_pass(
     deadline: PassDeadline | None = None,
 ) -> ReapReport:
     """Run one pass. A dry run reads the store and the providers and changes nothing.
-    `deadline`: the pass's time (by default REAPER_PASS_DEADLINE from now)."""
+    `deadline`: the pass's time (by default REAPER_PASS_DEADLINE from now);
+    `max_terminations`: this pass's cap (`--max-terminations`), which the policy, the warnings'
+    words and records, the license and the gate all read from the pass's settings."""
+    if max_terminations is not None:
+        settings = replace(settings, max_terminations=max_terminations)
     ctx = Context.make(settings, store, clients, notifier, clock, dry_run=dry_run)
     now = clock.now()
     report = ReapReport(dry_run=dry_run, mode=settings.mode, at=now)

@@ -91,7 +91,7 @@ async def warn_all(
             warning = WarningRecord(
                 at=delivered_at,
                 heard=heard,
-                mode=run.settings.mode,
+                mode=run.settings.warning_mode,
                 terminate_at=deadline[decision.instance.key],
                 stretch=decision.instance.stopped_since,
                 issued_at=issued,
