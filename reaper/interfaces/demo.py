@@ -59,13 +59,10 @@ KIT_DIR = Path(__file__).resolve().parents[2] / "infra" / "instance"
 _KIT_TIME = re.compile(r"^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\dZ ")
 
 
-# --- left for the lead to fill in after #15 and #16 merge ------------------------------------
-
-
 def phone_actions(alert: Alert) -> list[str]:
     """The buttons a phone shows under `alert`, as text ("[Keep 1 day] [Keep 1 week]"): what a
     chat shows as inline buttons and a push channel as action buttons (see "Acting from the
-    phone" in the README)."""
+    phone" in docs/alerts.md)."""
     return [f"[{action.label}]" for action in alert.actions]
 
 

@@ -200,6 +200,8 @@ _NEEDS_YOU_ADVICE = {
     "cap": "the termination cap holds it: raise REAPER_MAX_TERMINATIONS or run"
     " `reaper reap --max-terminations N`",
     "no_channel": "no alert channel reaches a person: configure one",
+    "fresh_read": "the provider's read of it right before its delete did not show it (or its"
+    " state): check it in the console; the next complete listing decides",
 }
 
 
