@@ -97,6 +97,21 @@ def silent_notifier(settings: Settings) -> Notifier:
     return SilentNotifier(body_budget=body_budget(names), actions=action_slots(names))
 
 
+async def looked_up_room(settings: Settings, store: Store, clock: Clock, host: str) -> int:
+    """`passes.ping.lookup_room` with clients that live for that one read: a ping the monitor
+    cap refused, for a provider host the listings do not show, at most once per host an hour.
+    One quick try: the instance's watchdog waits for the answer (its own timeout is 5 s)."""
+    import asyncio
+
+    from reaper.passes.ping import lookup_room
+
+    clients = make_clients(settings, HttpOptions(timeout=3.0, deadline=4.0, max_attempts=1))
+    try:
+        return await lookup_room(store, clock, clients, host)
+    finally:
+        await asyncio.gather(*(client.aclose() for client in clients))
+
+
 class Runtime:
     """What one entry point runs on. The notifier is built when first asked for (most commands
     never alert); `http`: the provider clients' options (None: the defaults)."""

@@ -51,7 +51,7 @@ from reaper.interfaces.api import (
     too_large,
 )
 from reaper.interfaces.inbound import inbound_channels
-from reaper.passes.ping import PingOutcome, place_ping
+from reaper.passes.ping import PingOutcome, cross_checkable, place_ping
 from reaper.store.failure import (
     RETRY_AFTER_SECONDS,
     StoreFailure,
@@ -182,6 +182,8 @@ def _ping(request: Request, app: App, params: Params) -> Answer:
     )
     outcome = place_ping(app.settings, app.store, app.clock, ping)
     answers_json = asks_for_json(request)
+    if outcome.capped and cross_checkable(host, app.settings) is not None:
+        return _looked_up(app, ping, answers_json)
     if outcome.alert is not None:
         return _alerting(app, ping, outcome, outcome.alert, answers_json)
     return _pinged(app, outcome, answers_json)
@@ -208,6 +210,18 @@ def _pinged(app: App, outcome: PingOutcome, answers_json: bool = False) -> Respo
 
         return heartbeat_answer(app, outcome.monitor)
     return text_response(200, "OK")
+
+
+async def _looked_up(app: App, ping: Ping, answers_json: bool) -> Response:
+    """A provider host the cap refused and the last listings do not show (an instance started
+    since): one lookup of that instance (at most once per host an hour) may make its room."""
+    from reaper.app.wiring import looked_up_room
+
+    room = await looked_up_room(app.settings, app.store, app.clock, ping.host)
+    outcome = place_ping(app.settings, app.store, app.clock, ping, looked_up=room)
+    if outcome.alert is not None:
+        return await _alerting(app, ping, outcome, outcome.alert, answers_json)
+    return _pinged(app, outcome, answers_json)
 
 
 async def _alerting(

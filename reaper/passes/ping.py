@@ -20,13 +20,20 @@ from reaper.settings.model import Settings
 from reaper.store.ports import Store
 
 if TYPE_CHECKING:
+    from collections.abc import Sequence
+
     from reaper.channels.base import Notifier
     from reaper.core.models import Alert
+    from reaper.providers.base import ProviderClient
 
 # An /alert not yet delivered (interfaces.http): an episode under this prefix + the alert's key.
 UNDELIVERED_ALERT = "alert-undelivered:"
 # How long a retired monitor stays after it was last heard from (see prune_retired).
 RETIRED_KEPT = timedelta(days=7)
+# Past the cap, a provider host the listings do not show is looked up at most this often
+# (`lookup_room`), under this claim prefix + the host.
+LOOKUP_EVERY = timedelta(hours=1)
+MONITOR_LOOKUP = "monitor-lookup:"
 
 
 @dataclass(frozen=True)
@@ -38,6 +45,8 @@ class PingOutcome:
     alert: Alert | None = None
     # Refused because the host has no monitor and none may be created (404, not 403).
     missing: bool = False
+    # Refused by REAPER_MAX_MONITORS (a lookup of the instance may still make room for it).
+    capped: bool = False
 
 
 def cross_checkable(host: str, settings: Settings) -> tuple[str, str] | None:
@@ -65,7 +74,9 @@ def _no_monitor(host: str, settings: Settings, ping: Ping) -> str:
     )
 
 
-def place_ping(settings: Settings, store: Store, clock: Clock, ping: Ping) -> PingOutcome:
+def place_ping(
+    settings: Settings, store: Store, clock: Clock, ping: Ping, *, looked_up: int = 0
+) -> PingOutcome:
     """Apply one ping to the store and its log; the outcome's `alert`, if any, is still to be
     sent (`send_ping_alert`).
 
@@ -73,7 +84,8 @@ def place_ping(settings: Settings, store: Store, clock: Clock, ping: Ping) -> Pi
     with the read and the write, and an ordinary ping — no alert — is answered without an
     event loop at all (a cold Lambda ping imports no asyncio). On DynamoDB an ordinary ping
     is one read, one conditional write of the monitor and one plain write of its log event (a
-    slot of the monitor's ring of PING_LOG_KEPT items).
+    slot of the monitor's ring of PING_LOG_KEPT items). `looked_up`: the room a lookup of the
+    host's single instance gave it past the cap (`lookup_room`).
     """
     guarded = cross_checkable(ping.host, settings) is not None
     for _attempt in range(2):
@@ -89,18 +101,18 @@ def place_ping(settings: Settings, store: Store, clock: Clock, ping: Ping) -> Pi
             return PingOutcome(accepted=True, monitor=transition.monitor)
         transition = apply_ping(current, ping, now, guarded=guarded)
         placed = _place(store, current, transition, settings.max_monitors)
-        if placed is False and (room := listed_room(store, ping.host)):
+        if placed is False and (room := looked_up or listed_room(store, ping.host)):
             # A listed instance's watchdog: junk hosts that filled the cap do not count
             # against it (they can fill REAPER_MAX_MONITORS, never the room of listed ones).
             placed = _place(store, current, transition, settings.max_monitors + room)
         if placed is None:
             continue  # created meanwhile by another process: apply to that one
         if not placed:
-            return PingOutcome(accepted=False, reason=_cap_reason(settings))
+            return PingOutcome(accepted=False, reason=_cap_reason(settings), capped=True)
         if transition.alert is not None:
             log.event("monitor", host=ping.host, change=transition.alert.event)
         return PingOutcome(accepted=True, monitor=transition.monitor, alert=transition.alert)
-    return PingOutcome(accepted=False, reason=_cap_reason(settings))
+    return PingOutcome(accepted=False, reason=_cap_reason(settings), capped=True)
 
 
 def listed_room(store: Store, host: str) -> int:
@@ -114,6 +126,34 @@ def listed_room(store: Store, host: str) -> int:
     provider, instance_id = parsed
     shown = [i.id for x in store.listings() if x.provider == provider for i in x.instances]
     return len(shown) if instance_id in shown else 0
+
+
+async def lookup_room(
+    store: Store, clock: Clock, clients: Sequence[ProviderClient], host: str
+) -> int:
+    """Past the cap, for the provider host of an instance the last listings do not show (one
+    started since): one read of that single instance, at most once per host an hour (the claim
+    is the store's, so it holds across processes and Lambda containers). The room it gets
+    beyond REAPER_MAX_MONITORS when an account of its provider shows it — every listed
+    instance's and its own — else 0: a junk host costs one read an hour, never a place."""
+    parsed = provider_host(host)
+    if parsed is None:
+        return 0
+    provider, instance_id = parsed
+    mine = [c for c in clients if c.provider == provider]
+    if not mine or not store.claim_alert(f"{MONITOR_LOOKUP}{host}", clock.now(), LOOKUP_EVERY):
+        return 0
+    for client in mine:
+        try:
+            found = await client.lookup(instance_id)
+        except Exception as exc:  # a failed read shows nothing: the cap stands
+            log.event("monitor", host=host, lookup="failed", error=type(exc).__name__)
+            continue
+        if found is not None:
+            listed = sum(len(x.instances) for x in store.listings())
+            log.event("monitor", host=host, lookup="found", account=client.account)
+            return listed + 1
+    return 0
 
 
 async def send_ping_alert(
