@@ -97,19 +97,29 @@ def silent_notifier(settings: Settings) -> Notifier:
     return SilentNotifier(body_budget=body_budget(names), actions=action_slots(names))
 
 
+@asynccontextmanager
+async def own_clients(
+    settings: Settings, options: HttpOptions | None = None
+) -> AsyncIterator[list[ProviderClient]]:
+    """Clients of every configured account for one piece of work, closed whatever happens."""
+    import asyncio
+
+    made = make_clients(settings, options)
+    try:
+        yield made
+    finally:
+        await asyncio.gather(*(c.aclose() for c in made), return_exceptions=True)
+
+
 async def looked_up_room(settings: Settings, store: Store, clock: Clock, host: str) -> int:
     """`passes.ping.lookup_room` with clients that live for that one read: a ping the monitor
     cap refused, for a provider host the listings do not show, at most once per host an hour.
     One quick try: the instance's watchdog waits for the answer (its own timeout is 5 s)."""
-    import asyncio
-
     from reaper.passes.ping import lookup_room
 
-    clients = make_clients(settings, HttpOptions(timeout=3.0, deadline=4.0, max_attempts=1))
-    try:
+    quick = HttpOptions(timeout=3.0, deadline=4.0, max_attempts=1)
+    async with own_clients(settings, quick) as clients:
         return await lookup_room(store, clock, clients, host)
-    finally:
-        await asyncio.gather(*(client.aclose() for client in clients))
 
 
 class Runtime:
@@ -147,13 +157,8 @@ class Runtime:
         self, options: HttpOptions | None = None
     ) -> AsyncIterator[list[ProviderClient]]:
         """A pass's own clients, closed whatever happens."""
-        import asyncio
-
-        made = self.make_clients(options)
-        try:
+        async with own_clients(self.settings, options or self.http) as made:
             yield made
-        finally:
-            await asyncio.gather(*(c.aclose() for c in made), return_exceptions=True)
 
     def close(self) -> None:
         self.store.close()

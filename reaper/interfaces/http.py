@@ -184,6 +184,11 @@ def _ping(request: Request, app: App, params: Params) -> Answer:
     answers_json = asks_for_json(request)
     if outcome.capped and cross_checkable(host, app.settings) is not None:
         return _looked_up(app, ping, answers_json)
+    return _placed(app, ping, outcome, answers_json)
+
+
+def _placed(app: App, ping: Ping, outcome: PingOutcome, answers_json: bool) -> Answer:
+    """A placed (or refused) ping's answer: after its alert went, if it raised one."""
     if outcome.alert is not None:
         return _alerting(app, ping, outcome, outcome.alert, answers_json)
     return _pinged(app, outcome, answers_json)
@@ -219,9 +224,8 @@ async def _looked_up(app: App, ping: Ping, answers_json: bool) -> Response:
 
     room = await looked_up_room(app.settings, app.store, app.clock, ping.host)
     outcome = place_ping(app.settings, app.store, app.clock, ping, looked_up=room)
-    if outcome.alert is not None:
-        return await _alerting(app, ping, outcome, outcome.alert, answers_json)
-    return _pinged(app, outcome, answers_json)
+    answer = _placed(app, ping, outcome, answers_json)
+    return answer if isinstance(answer, Response) else await answer
 
 
 async def _alerting(

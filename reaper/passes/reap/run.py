@@ -284,7 +284,7 @@ async def _act(run: PassState, plan: Plan, max_terminations: int | None) -> None
     warn = [d for d in plan.decisions if d.action == "warn"]
     due = [d for d in plan.decisions if d.action == "terminate"]
     held = [d for d in plan.decisions if d.action == "hold"]
-    cap = settings.max_terminations if max_terminations is None else max_terminations
+    cap = settings.max_terminations  # the pass's cap: `reap_pass` put --max-terminations there
     source = "REAPER_MAX_TERMINATIONS" if max_terminations is None else "--max-terminations"
     report.cap, report.cap_source = cap, source
     # A cap of 0 turns terminations off: its warnings promise none (as in observe mode).
