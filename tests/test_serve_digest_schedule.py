@@ -71,17 +71,23 @@ def test_a_delayed_job_does_not_run_at_start_up_and_runs_after_its_delay() -> No
             ran.append(time.perf_counter() - started)
             done.set()
 
-        # The delay is asked again after each run (the next 08:00): a day later here, so that
-        # a slow machine's longer sleep below cannot see a second run.
+        # The delay is asked again after each run (the next 08:00): a day later here. Asking
+        # it is the job's way back to waiting, so once it is asked twice no second run can
+        # have come at once.
         delays = iter([0.3])
-        scheduler = Scheduler(
-            [Job("digest", timedelta(days=1), digest, delay=lambda: next(delays, 86400.0))]
-        )
+        asked: list[float] = []
+        waiting_again = asyncio.Event()
+
+        def delay() -> float:
+            asked.append(next(delays, 86400.0))
+            if len(asked) == 2:
+                waiting_again.set()
+            return asked[-1]
+
+        scheduler = Scheduler([Job("digest", timedelta(days=1), digest, delay=delay)])
         scheduler.start()
-        # Until it has run (a fixed wait lost that race on a loaded machine); then a moment
-        # more, in which a second run, if one were coming at once, would show.
-        await done.wait()
-        await asyncio.sleep(0.05)
+        await done.wait()  # until it has run (a fixed wait lost that race on a loaded machine)
+        await waiting_again.wait()
         await scheduler.stop()
         return len(ran)
 
@@ -97,9 +103,15 @@ def test_a_stop_during_the_wait_ends_the_job_without_running_it() -> None:
         async def digest() -> None:
             ran.append(1)
 
-        scheduler = Scheduler([Job("digest", timedelta(days=1), digest, delay=lambda: 3600)])
+        waiting = asyncio.Event()
+
+        def delay() -> float:
+            waiting.set()  # asked right before the wait: the job is waiting now
+            return 3600
+
+        scheduler = Scheduler([Job("digest", timedelta(days=1), digest, delay=delay)])
         scheduler.start()
-        await asyncio.sleep(0.05)
+        await waiting.wait()
         await asyncio.wait_for(scheduler.stop(), timeout=2)
 
     asyncio.run(scenario())
