@@ -134,7 +134,9 @@ class World:
         self.warnings[KEY] = WarningRecord(
             at=issued + timedelta(seconds=20),  # delivered a little later
             heard=True,
-            mode=self.config.mode,
+            # As the pass records it (`passes.reap.warn`): a warning sent while a cap of 0
+            # turns terminations off says "would be terminated" and is an observe warning.
+            mode=self.config.warning_mode,
             terminate_at=announced_deadline(stretch, issued, self.config),
             stretch=stretch,
             issued_at=issued,
@@ -322,8 +324,10 @@ def test_while_held_back_the_license_stays_and_nobody_is_warned_again(
     w: World, ops: list[Op], observe: bool
 ) -> None:
     """Held back pass after pass (a cap of 0, or observe mode) for many deadlines' worth of
-    time: warned at most once; and once terminations are allowed again (the cap raised), the
-    next pass terminates on that same warning, without warning again."""
+    time: warned at most once. Once terminations are allowed again (the cap raised), a warning
+    sent while they were on terminates on the next pass, without warning again; one sent while
+    the cap was 0 said "terminations are off" and licenses nothing: warned anew once, then
+    terminated after the full notice."""
     for op in ops:
         if w.terminated:
             return
@@ -341,7 +345,22 @@ def test_while_held_back_the_license_stays_and_nobody_is_warned_again(
     assert len(w.buttons) - warned_before <= 1, "warned again while held back"
     if observe:
         return
+    held_warning = w.warnings.get(KEY)
+    assert held_warning is not None, "held back without a warning"
     w.config = replace(w.config, max_terminations=10)
+    warned_before = len(w.buttons)
     w.now += w.config.reap_every
     w.run_pass()
-    assert w.terminated, "the held license went stale"
+    if held_warning.mode == "enforce":
+        assert w.terminated, "the held license went stale"
+        assert len(w.buttons) == warned_before, "warned again although licensed"
+        return
+    assert not w.terminated, "terminated on a warning that said terminations are off"
+    assert len(w.buttons) == warned_before + 1, "not warned anew once terminations were on"
+    for _ in range(int((w.config.warn_before + w.config.reap_every) / w.config.reap_every) + 2):
+        w.now += w.config.reap_every
+        w.run_pass()
+        if w.terminated:
+            break
+    assert w.terminated, "never terminated after the new warning"
+    assert len(w.buttons) == warned_before + 1, "warned again and again"
