@@ -12,7 +12,7 @@ PIP := $(BIN)/pip install --quiet --disable-pip-version-check
 # the AWS deployment offline in `make test`.
 NODE_STAMP := node_modules/.installed
 
-.PHONY: test demo bench bench-demo bench-suite lint typecheck clean
+.PHONY: test demo bench bench-demo bench-suite fuzz lint typecheck clean
 
 # The build tools go in with the runtime, so that the two editable installs build in the venv
 # itself (no isolated build environment downloaded for each: that was half of the install).
@@ -42,6 +42,13 @@ test: lint typecheck $(NODE_STAMP)
 
 demo: $(DEMO_STAMP)
 	$(BIN)/reaper demo
+
+# The property tests with new random draws each run (`make test` draws the same ones every
+# time), FUZZ_RUNS times; a failure prints the @reproduce_failure line that replays it.
+FUZZ_RUNS ?= 5
+fuzz: $(STAMP)
+	for i in $$(seq $(FUZZ_RUNS)); do REAPER_HYPOTHESIS=explore $(BIN)/pytest -p no:cacheprovider \
+		$$(grep -l "^from hypothesis" tests/test_*.py) || exit 1; done
 
 bench: $(STAMP)
 	$(BIN)/python -m bench

@@ -248,10 +248,12 @@ def serving(
     port: int = 0,
     *,
     guard: ConnectionGuard | None = None,
+    sock: socket.socket | None = None,
 ) -> Iterator[RunningServer]:
-    """Run the app under uvicorn in a thread, on an ephemeral port by default; for tests and
-    the benchmark. Leaving the block shuts it down gracefully."""
-    sock = bind_socket(host, port)
+    """Run the app under uvicorn in a thread, on an ephemeral port by default (or on `sock`,
+    bound already by a caller that had to know its port first); for tests, the benchmark and
+    the demo. Leaving the block shuts it down gracefully."""
+    sock = sock if sock is not None else bind_socket(host, port)
     server = UvicornServer(uvicorn_config(asgi, guard), asgi)
     thread = threading.Thread(target=server.run, kwargs={"sockets": [sock]}, daemon=True)
     thread.start()

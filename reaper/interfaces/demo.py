@@ -117,6 +117,7 @@ class _Demo:
     clock: FakeClock
     notifier: ShownNotifier
     confirm: ConfirmOptions
+    workdir: Path
     base_url: str | None = None
 
     @property
@@ -150,17 +151,8 @@ class _Demo:
         return 0
 
 
-def _free_port() -> int:
-    """A loopback port nobody listens on now: the demo's server takes it a moment later, once
-    the settings that name it (REAPER_PUBLIC_URL, the action links' base) are made."""
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        port: int = probe.getsockname()[1]
-        return port
-
-
 @contextmanager
-def _api(demo: _Demo, port: int, channel: str) -> Iterator[str | None]:
+def _api(demo: _Demo, sock: socket.socket, channel: str) -> Iterator[str | None]:
     """reaper's HTTP API (what `reaper serve` runs) on a loopback port, on the demo's clock and
     its phone (`channel`: the phone's channel); None when uvicorn is not installed."""
     try:
@@ -173,7 +165,7 @@ def _api(demo: _Demo, port: int, channel: str) -> Iterator[str | None]:
     store = wiring.open_state(demo.settings)
     asgi = build_asgi(demo.settings, store, demo.notifier, demo.clock, channels=(channel,))
     try:
-        with serving(asgi, port=port) as running:
+        with serving(asgi, sock=sock) as running:
             yield running.url
     finally:
         store.close()
@@ -231,13 +223,13 @@ def _kit_ends_a_job(demo: _Demo, base: str) -> None:
     before = len(demo.notifier.alerts)
     env = {
         "PATH": os.environ.get("PATH", "/usr/bin:/bin"),
-        "HOME": tempfile.gettempdir(),
+        "HOME": str(demo.workdir),
         "LANG": "C.UTF-8",
         "DRY_RUN": "1",
         **KIT_ENV,
         "HEARTBEAT_URL": f"{base}/ping/{PING_KEY}",
         "NOTIFY_URL": f"{base}/alert/{PING_KEY}",
-        "KEEP_FILE": str(Path(tempfile.gettempdir()) / "reaper-demo-keep"),
+        "KEEP_FILE": str(demo.workdir / "keep"),
     }
     job = "echo 'epoch 3/3: loss 0.412'; echo 'saved checkpoint-final'"
     print(f'  DRY_RUN=1 run.sh bash -c "{job}"')
@@ -289,8 +281,11 @@ async def _run(state_dir: Path, stop: threading.Event | None) -> int:
     clock = FakeClock(DEMO_START)
     classes = {p.name: wiring.emulator(p) for p in plugins()}
     fleet = load_fleet(EXAMPLE, classes)
-    port = _free_port()
     with ExitStack() as running:
+        # Bound now, served later: the settings name its port (REAPER_PUBLIC_URL, the action
+        # links' base) before the server exists, and nobody else can take it meanwhile.
+        sock = running.enter_context(socket.create_server(("127.0.0.1", 0)))
+        port: int = sock.getsockname()[1]
         phone = running.enter_context(PhoneEmulator())
         emulators = {
             name: running.enter_context(
@@ -329,10 +324,11 @@ async def _run(state_dir: Path, stop: threading.Event | None) -> int:
             clock=clock,
             notifier=notifier,
             confirm=ConfirmOptions(attempts=5, backoff=0.05, max_delay=0.2),
+            workdir=state_dir,
         )
         worst = 0
         try:
-            with _api(demo, port, phone.channel) as base:
+            with _api(demo, sock, phone.channel) as base:
                 worst = max(
                     worst,
                     await demo.reap(
