@@ -43,6 +43,10 @@ runpy.run_module("reaper", run_name="__main__", alter_sys=True)
 """
 
 
+def _terminal_sigint() -> None:
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
+
+
 def _env(tmp_path: Path, **extra: str) -> dict[str, str]:
     return {
         "PATH": os.environ["PATH"],
@@ -84,6 +88,9 @@ def test_ctrl_c_while_a_provider_answers_is_one_line_and_exit_130(tmp_path: Path
             stdout=subprocess.PIPE,
             stderr=subprocess.PIPE,
             text=True,
+            # A terminal's disposition, as the bootstrap above gives it: a suite started in the
+            # background (a shell without job control) hands its children SIGINT ignored.
+            preexec_fn=_terminal_sigint,
         )
         # The listing's request is answered only after Ctrl-C reached the command.
         runpod.after_next("list", lambda: os.kill(proc.pid, signal.SIGINT))

@@ -33,25 +33,44 @@ RAW = {
 
 offsets = st.integers(min_value=0, max_value=10 * 24 * 3600).map(lambda s: timedelta(seconds=s))
 
+# Strategies are built once here, not inside each draw: building one validates it, and that
+# was most of these tests' time.
+PROVIDERS = st.sampled_from(["runpod", "vast"])
+ACCOUNTS = st.sampled_from(["a", "b"])
+IDS = st.integers(0, 30).map(str)
+NAMES = st.sampled_from(["train", "exp reaper:keep", "", "x"])
+STATE_NAMES = st.sampled_from(STATES)
+RAW_STATUSES = {provider: st.sampled_from(raw) for provider, raw in RAW.items()}
+CLUSTERS = st.sampled_from([None, None, "c1"])
+# Start and creation times anywhere, the future (an unreadable clock) included.
+MOMENTS = st.none() | offsets.map(lambda o: NOW - o + timedelta(hours=6))
+UNREADABLE = st.sampled_from([None, None, None, "`locked` is null"])
+
 
 @st.composite
 def instances(draw: st.DrawFn) -> Instance:
-    provider = draw(st.sampled_from(["runpod", "vast"]))
+    provider = draw(PROVIDERS)
     return Instance(
         provider=provider,
-        account=draw(st.sampled_from(["a", "b"])),
-        id=str(draw(st.integers(0, 30))),
-        name=draw(st.sampled_from(["train", "exp reaper:keep", "", "x"])),
-        state=draw(st.sampled_from(STATES)),
-        raw_status=draw(st.sampled_from(RAW[provider])),
+        account=draw(ACCOUNTS),
+        id=draw(IDS),
+        name=draw(NAMES),
+        state=draw(STATE_NAMES),
+        raw_status=draw(RAW_STATUSES[provider]),
         locked=provider == "runpod" and draw(st.booleans()),
-        cluster_id=draw(st.sampled_from([None, None, "c1"])) if provider == "runpod" else None,
-        # Start and creation times anywhere, the future (an unreadable clock) included.
-        started_at=draw(st.none() | offsets.map(lambda o: NOW - o + timedelta(hours=6))),
-        created_at=draw(st.none() | offsets.map(lambda o: NOW - o + timedelta(hours=6))),
-        protection_unreadable=draw(st.sampled_from([None, None, None, "`locked` is null"])),
+        cluster_id=draw(CLUSTERS) if provider == "runpod" else None,
+        started_at=draw(MOMENTS),
+        created_at=draw(MOMENTS),
+        protection_unreadable=draw(UNREADABLE),
         restart_visible=draw(st.booleans()),
     )
+
+
+MODES = st.sampled_from(["enforce", "observe"])
+HELD_AT = st.none() | offsets.map(lambda o: NOW - o)
+TOKENS = st.sampled_from([None, "123:abc"])
+KEEP_UNTIL = st.sampled_from([None, NOW - timedelta(hours=1), NOW + timedelta(hours=1)])
+KEEP_SINCE = st.sampled_from([NOW - timedelta(days=1), NOW - timedelta(hours=2)])
 
 
 @st.composite
@@ -70,30 +89,33 @@ def warning_records(draw: st.DrawFn, stretch: datetime | None, config: Settings)
     return WarningRecord(
         at=at,
         heard=draw(st.booleans()),
-        mode=draw(st.sampled_from(["enforce", "observe"])),
+        mode=draw(MODES),
         terminate_at=announced,
         stretch=bound,
         issued_at=issued if bound is not None else None,
         ttl=config.stopped_ttl,
         warn_before=config.warn_before,
-        held_at=draw(st.none() | offsets.map(lambda o: NOW - o)),
+        held_at=draw(HELD_AT),
     )
+
+
+FLEETS = st.lists(instances(), max_size=25, unique_by=lambda i: i.key)
 
 
 @st.composite
 def scenarios(draw: st.DrawFn) -> tuple[list[Instance], History, Settings]:
     ttl = timedelta(hours=draw(st.integers(1, 72)))
     warn_before = timedelta(minutes=draw(st.integers(1, int(ttl.total_seconds() // 60) - 1)))
-    fleet = draw(st.lists(instances(), max_size=25, unique_by=lambda i: i.key))
+    fleet = draw(FLEETS)
     config = settings_of(
         stopped_ttl=ttl,
         warn_before=warn_before,
         max_terminations=draw(st.integers(0, 6)),
-        mode=draw(st.sampled_from(["enforce", "observe"])),
+        mode=draw(MODES),
         protect_marker=MARKER,
         reap_every=timedelta(minutes=draw(st.integers(1, 180))),
         require_channel=draw(st.booleans()),
-        telegram_bot_token=draw(st.sampled_from([None, "123:abc"])),
+        telegram_bot_token=draw(TOKENS),
         telegram_chat_id="42",
     )
     stopped: dict[str, datetime] = {}
@@ -105,10 +127,8 @@ def scenarios(draw: st.DrawFn) -> tuple[list[Instance], History, Settings]:
         if draw(st.booleans()):
             warned[inst.key] = draw(warning_records(stopped.get(inst.key), config))
         if draw(st.integers(0, 4)) == 0:
-            until = draw(
-                st.sampled_from([None, NOW - timedelta(hours=1), NOW + timedelta(hours=1)])
-            )
-            since = draw(st.sampled_from([NOW - timedelta(days=1), NOW - timedelta(hours=2)]))
+            until = draw(KEEP_UNTIL)
+            since = draw(KEEP_SINCE)
             kept[inst.key] = KeptInstance(key=inst.key, since=since, until=until)
     history = History(first_seen_stopped=stopped, warnings=warned, kept=kept)
     return fleet, history, config
