@@ -191,6 +191,7 @@ def test_the_http_api_routes_and_throttles(template: dict[str, Any]) -> None:
         "GET /healthz",
         "ANY /ping/{proxy+}",
         "ANY /alert/{key}",
+        "ANY /alert/{key}/{host}",
         "ANY /status",
         "$default",
     }
@@ -201,7 +202,7 @@ def test_the_http_api_routes_and_throttles(template: dict[str, Any]) -> None:
     rates = {r: per_route.get(r, default)["ThrottlingRateLimit"] for r in routes}
     assert all(rate > 0 for rate in rates.values())
     # The ceiling docs/aws.md's worst-case arithmetic uses.
-    assert sum(rates.values()) == 112
+    assert sum(rates.values()) == 113
     assert rates["ANY /ping/{proxy+}"] == max(rates.values()), "pings get the largest budget"
     [api] = resources(template, "AWS::ApiGatewayV2::Api").values()
     assert api["Properties"]["ProtocolType"] == "HTTP"
