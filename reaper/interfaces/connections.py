@@ -7,9 +7,10 @@ connections as arrive: a few hundred sockets that send half a request head and t
 find no room. The guard wraps uvicorn's own HTTP protocol class (httptools or h11, whichever
 uvicorn picked) and, per process:
 
-- closes a connection whose first request head is not complete within HEAD_TIMEOUT seconds of
-  its opening (a head completes when uvicorn starts the request cycle; after a response,
-  uvicorn's own keep-alive timeout closes an idle connection);
+- closes a connection whose request head is not complete within HEAD_TIMEOUT seconds of its
+  opening, or of the previous response on a keep-alive connection (uvicorn's own keep-alive
+  timeout closes a silent one sooner, but stops at the first byte of the next head: one
+  answered request then a trickled second head would otherwise hold the socket for ever);
 - caps open connections at MAX_OPEN: a connection past the cap closes the oldest one still
   waiting for its head — never one being answered — so that a flood makes room for the next
   real ping instead of refusing it; only when every open connection is being answered is the
@@ -71,11 +72,19 @@ class ConnectionGuard:
         return len(self._open)
 
     def opened(self, protocol: Any) -> None:
-        loop = asyncio.get_running_loop()
-        timer = loop.call_later(self.head_timeout, self._head_late, protocol)
-        self._open[id(protocol)] = (protocol, timer)
+        self._open[id(protocol)] = (protocol, self._timer(protocol))
         if len(self._open) > self.max_open:
             self._make_room(protocol)
+
+    def answered(self, protocol: Any) -> None:
+        """A response went out: the next request head has HEAD_TIMEOUT from now."""
+        found = self._open.get(id(protocol))
+        if found is not None:
+            found[1].cancel()
+            self._open[id(protocol)] = (protocol, self._timer(protocol))
+
+    def _timer(self, protocol: Any) -> asyncio.TimerHandle:
+        return asyncio.get_running_loop().call_later(self.head_timeout, self._head_late, protocol)
 
     def closed(self, protocol: Any) -> None:
         found = self._open.pop(id(protocol), None)
@@ -102,8 +111,10 @@ class ConnectionGuard:
 
 
 def _waiting_for_head(protocol: Any) -> bool:
-    """No request cycle yet: uvicorn starts one when a head is complete (both protocols)."""
-    return getattr(protocol, "cycle", None) is None
+    """No request cycle under way: none yet (uvicorn starts one when a head is complete, in both
+    protocols), or the last one answered (a keep-alive connection between requests)."""
+    cycle = getattr(protocol, "cycle", None)
+    return cycle is None or bool(getattr(cycle, "response_complete", False))
 
 
 def _close(protocol: Any) -> None:
@@ -123,6 +134,10 @@ def guarded_protocol(base: Any, guard: ConnectionGuard) -> Any:
         def connection_lost(self, exc: Exception | None) -> None:
             guard.closed(self)
             super().connection_lost(exc)
+
+        def on_response_complete(self) -> None:
+            super().on_response_complete()
+            guard.answered(self)
 
     Guarded.__name__ = f"Guarded{base.__name__}"
     return Guarded
