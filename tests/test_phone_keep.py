@@ -8,7 +8,7 @@ import json
 from datetime import timedelta
 from pathlib import Path
 
-from reaper.core.units import weekday_time
+from reaper.core.units import utc
 from tests.phone_support import PUBLIC, WEBHOOK_SECRET, link_path, phone, with_webhook
 from tests.reap_support import action_of
 
@@ -31,8 +31,7 @@ def test_a_press_through_long_polling_keeps_the_pod_past_its_deadline(tmp_path: 
         until = pressed_at + timedelta(days=1)
         [answer] = p.telegram.answers
         assert answer["text"] == (
-            f"Kept trainer-7 (runpod:{pod}) until {weekday_time(until)} by @alice"
-            " (Telegram user 42)."
+            f"Kept trainer-7 (runpod:{pod}) until {utc(until)} by @alice (Telegram user 42)."
         )
         edited = p.telegram.message(message.message_id)
         assert edited.text.startswith(message.text)

@@ -9,7 +9,7 @@ from datetime import timedelta
 from pathlib import Path
 
 from reaper.core.models import Monitor
-from reaper.core.units import weekday_time
+from reaper.core.units import utc
 from reaper.passes.watch import WatchReport, watch_pass
 from tests.phone_support import PUBLIC, Phone, phone
 
@@ -46,7 +46,7 @@ def test_a_muted_monitor_stays_quiet_for_a_day(tmp_path: Path) -> None:
         p.poll()
         until = muted_at + timedelta(days=1)
         assert p.telegram.answers[0]["text"] == (
-            f"Muted monitor trainer-1 until {weekday_time(until)} by @alice (Telegram user 42)."
+            f"Muted monitor trainer-1 until {utc(until)} by @alice (Telegram user 42)."
         )
         store = p.w.store()
         monitor = store.get_monitor("trainer-1")

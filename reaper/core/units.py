@@ -95,8 +95,3 @@ def money(amount: float) -> str:
     if 0 < abs(amount) < 0.1:
         return f"${amount:.3f}"
     return f"${amount:,.2f}"
-
-
-def weekday_time(moment: datetime) -> str:
-    """A time a person reads at a glance on a phone: "Tue 03 Mar 18:00 UTC"."""
-    return as_utc(moment).strftime("%a %d %b %H:%M UTC")

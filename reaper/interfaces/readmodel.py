@@ -30,6 +30,7 @@ from reaper.core.monitors import down_after, heard_or_resumed
 from reaper.core.policy import Outlook, outlook
 from reaper.core.runway import runway_hours
 from reaper.core.snapshot import AccountSnapshot, Snapshot
+from reaper.core.terminated import confirmed_terminations, listed_gone
 from reaper.core.units import HOURS_PER_MONTH
 from reaper.providers.plugins import provider_host
 from reaper.settings.model import Settings
@@ -199,16 +200,8 @@ def build_view(
 ) -> FleetView:
     # A listing is taken before the pass acts: what the pass (or a later one) terminated and
     # confirmed since is gone, whatever that listing still shows.
-    gone: dict[str, datetime] = {}
-    for record in audit:
-        if record.confirmed and record.result in ("deleted", "not_found"):
-            gone[record.key] = max(record.requested_at, gone.get(record.key, record.requested_at))
-    instances = [
-        i
-        for x in listings
-        for i in x.instances
-        if i.state != "terminated" and not (i.key in gone and gone[i.key] >= x.at)
-    ]
+    gone = confirmed_terminations(audit)
+    instances = [i for x in listings for i in x.instances if not listed_gone(i, x.at, gone)]
     stopped = sorted(
         outlook(instances, history, now, settings),
         key=lambda o: (o.terminate_at is None, o.terminate_at or now, o.instance.key),

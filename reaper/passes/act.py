@@ -12,7 +12,12 @@ through the code the command line and the reap pass use, never a shortcut:
   refuses; a button of an earlier stretch (the instance was started and stopped again since)
   is refused and says so.
 Each use is single: of two concurrent uses of one token exactly one acts (the store's
-conditional write), and every action is an `ActionRecord` naming who asked.
+conditional write), and every action is an `ActionRecord` naming who asked. A use that was
+checked and refused, having made nothing (a "terminate now" of a kept instance, a keep of an
+instance already terminated), gives the token back: the request was not made, so once the
+reason is gone the same button or link works, while it lasts. A "terminate now" that could not
+be decided now (a pass held the lease, the provider failed) was made — the next pass carries it
+out — and spends it.
 """
 
 from __future__ import annotations
@@ -35,6 +40,7 @@ from reaper.core.models import (
     TerminationRequest,
 )
 from reaper.core.monitors import SettingsChange
+from reaper.passes import keeping
 from reaper.passes.arm import CALLBACK_PREFIX, grant_id, mint, valid_token
 from reaper.passes.context import Context
 from reaper.passes.reap import ConfirmOptions, RequestOutcome, request_pass
@@ -71,12 +77,15 @@ LINK = Actor(who="action link", via="action link")
 class Outcome:
     """`done`: the action happened; `not_done`: it was checked and refused (or could not be
     done now); `refused`: the token was not good (unknown, used, expired); `ask`: a second
-    press is needed — `confirm` is the new button's data and `confirm_label` its text."""
+    press is needed — `confirm` is the new button's data and `confirm_label` its text.
+    `spent`: the use made something (an action, or a request the next pass carries out);
+    False for a refusal that made nothing, which gives the token back."""
 
     status: Literal["done", "not_done", "refused", "ask"]
     text: str
     confirm: str | None = None
     confirm_label: str = ""
+    spent: bool = True
 
 
 @dataclass
@@ -140,6 +149,8 @@ async def perform(
         log.event("phone_action", via=actor.via, result="refused", reason="already used")
         return Outcome("refused", messages.refused_used(now))
     outcome = await _carry_out(ctx, action, actor, now)
+    if not outcome.spent:
+        _give_back(ctx.store, grant, now)
     ctx.store.record_action(
         ActionRecord(
             at=now,
@@ -163,6 +174,14 @@ async def perform(
     return outcome
 
 
+def _give_back(store: Store, grant: ActionGrant, used_at: datetime) -> None:
+    """Unuse what a refusal that made nothing used: the button or link pressed, or for a
+    confirmation the button it confirms. The confirmation itself stays spent (its button is
+    gone from the message, and a chat may deliver its press again after a restart): the
+    next "terminate now" asks anew."""
+    store.release_grant(grant.parent or grant.id, used_at)
+
+
 async def _carry_out(ctx: ActContext, action: PhoneAction, actor: Actor, now: datetime) -> Outcome:
     if action.kind == "keep":
         return _keep(ctx.store, action, actor, now)
@@ -174,18 +193,25 @@ async def _carry_out(ctx: ActContext, action: PhoneAction, actor: Actor, now: da
 
 
 def _keep(store: Store, action: PhoneAction, actor: Actor, now: datetime) -> Outcome:
-    """`reaper keep`'s record for each target, never shortening a keep already in place; a
+    """`reaper keep`'s record for each target, never shortening a keep already in place, and
+    none for an instance already terminated (it would spare nothing and show as a keep); a
     `host:<host>` target (an idle warning's Keep) keeps that monitor's instance from its own
     idle destroy, read back on its next ping."""
     assert action.duration is not None
     until = now + action.duration
+    instances = [k for k in action.targets if not k.startswith(messages.HOST_TARGET)]
+    gone = keeping.terminated_among(store, instances)
+    if gone and len(gone) == len(action.targets):
+        return Outcome("not_done", messages.action_not_kept(action.subject, gone), spent=False)
     kept = store.history().kept
     longer: list[datetime | None] = []
     for key in action.targets:
+        if key in gone:
+            continue
         if key.startswith(messages.HOST_TARGET):
             host = key.removeprefix(messages.HOST_TARGET)
             if store.get_monitor(host) is None:  # deleted since the warning: nothing to keep
-                return Outcome("not_done", messages.action_no_host_to_keep(host))
+                return Outcome("not_done", messages.action_no_host_to_keep(host), spent=False)
             current_end = _host_keep(store, host, until, now)
             if current_end is not None:
                 longer.append(current_end)
@@ -199,10 +225,11 @@ def _keep(store: Store, action: PhoneAction, actor: Actor, now: datetime) -> Out
             longer.append(current.until)
             continue
         store.keep(KeptInstance(key=key, since=now, until=until, by=actor.who))
-    if len(longer) == len(action.targets):
+    skipped = messages.action_some_not_kept(gone)
+    if len(longer) == len(action.targets) - len(gone):
         latest = None if None in longer else max(t for t in longer if t is not None)
-        return Outcome("done", messages.action_already_kept(action.subject, latest))
-    return Outcome("done", messages.action_kept(action.subject, until, actor.who))
+        return Outcome("done", messages.action_already_kept(action.subject, latest) + skipped)
+    return Outcome("done", messages.action_kept(action.subject, until, actor.who) + skipped)
 
 
 def _host_keep(store: Store, host: str, until: datetime, now: datetime) -> datetime | None:
@@ -222,7 +249,7 @@ def _mute(store: Store, action: PhoneAction, actor: Actor, now: datetime) -> Out
     host = action.targets[0]
     until = now + action.duration
     if not store.mute_monitor(host, until):
-        return Outcome("not_done", messages.action_no_monitor(host))
+        return Outcome("not_done", messages.action_no_monitor(host), spent=False)
     return Outcome("done", messages.action_muted(action.subject, until, actor.who))
 
 
@@ -254,6 +281,6 @@ def _answer(result: RequestOutcome, subject: str, actor: Actor) -> Outcome:
         return Outcome("done", messages.action_terminated(subject, actor.who))
     if result.result == "unconfirmed":
         return Outcome("done", messages.action_terminate_unconfirmed(subject, actor.who))
-    if result.result == "refused":
-        return Outcome("not_done", messages.action_not_terminated(subject, result.why))
+    if result.result == "refused":  # checked and refused: the request is ended, nothing made
+        return Outcome("not_done", messages.action_not_terminated(subject, result.why), spent=False)
     return Outcome("not_done", messages.action_terminate_later(subject, result.why))

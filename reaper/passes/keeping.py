@@ -1,12 +1,15 @@
 """Keep and unkeep as a person asks them, from the command line or the status page: the keep
 record the policy reads, and an action record saying who asked, through what and when — the
-same audit trail the phone's buttons leave (`reaper audit`, `status`)."""
+same audit trail the phone's buttons leave (`reaper audit`, `status`). And what every keep
+from a press checks first: whether the instance is already terminated."""
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from datetime import datetime
 
 from reaper.core.models import ActionRecord, KeptInstance
+from reaper.core.terminated import Terminated, already_terminated
 from reaper.core.units import utc
 from reaper.store.ports import Store
 
@@ -29,6 +32,16 @@ def keep(
     )
     store.record_action(record)
     return record
+
+
+def terminated_among(store: Store, keys: Sequence[str]) -> dict[str, Terminated]:
+    """Those of `keys` the store knows to be terminated (`reaper.core.terminated`): a keep of
+    them is refused. Missing from a listing is not terminated."""
+    if not keys:
+        return {}
+    audit, listings = store.audit_log(), store.listings()
+    found = {key: already_terminated(key, audit, listings) for key in keys}
+    return {key: gone for key, gone in found.items() if gone is not None}
 
 
 def unkeep(store: Store, key: str, *, now: datetime, by: str, via: str) -> ActionRecord:

@@ -279,6 +279,12 @@ class PhoneAuth(Protocol):
         one conditional write, so that of concurrent callers exactly one gets True."""
         ...
 
+    def release_grant(self, grant_id: str, used_at: datetime) -> bool:
+        """Make a grant used at `used_at` unused again: its use was refused and did nothing,
+        so a later press may use it while it lasts. One conditional write: only if it is still
+        marked used at exactly `used_at` (True when it was released)."""
+        ...
+
     def record_action(self, record: ActionRecord) -> None:
         """Append an action taken from the phone to the audit log."""
         ...

@@ -184,6 +184,10 @@ class RecordingStore:
         self._write("use_grant")
         return True
 
+    def release_grant(self, grant_id: str, used_at: datetime) -> bool:
+        self._write("release_grant")
+        return True
+
     def record_action(self, record: ActionRecord) -> None:
         self._write(f"record_action {record.kind}")
 

@@ -80,6 +80,18 @@ class PhoneAuthContract:
         assert found is not None and found.used_at == T0 + MINUTE
         assert_utc(found.used_at)
 
+    def test_a_released_grant_can_be_used_again(self, store: Store) -> None:
+        store.add_grant(grant("g"))
+        assert store.use_grant("g", T0 + MINUTE)
+        assert store.release_grant("g", T0 + 2 * MINUTE) is False, "used at another time"
+        assert store.release_grant("nobody", T0 + MINUTE) is False
+        assert store.release_grant("g", T0 + MINUTE) is True
+        found = store.get_grant("g")
+        assert found is not None and found.used_at is None
+        assert store.release_grant("g", T0 + MINUTE) is False, "not used now"
+        assert store.use_grant("g", T0 + 3 * MINUTE) is True
+        assert store.use_grant("g", T0 + 4 * MINUTE) is False
+
     def test_an_expired_or_unknown_grant_is_never_used(self, store: Store) -> None:
         store.add_grant(grant("g", expires_at=T0 + HOUR))
         assert store.use_grant("g", T0 + HOUR) is False, "at its expiry it is expired"

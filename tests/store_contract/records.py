@@ -202,6 +202,7 @@ WRITES: dict[str, Callable[[Store], object]] = {
     # --- actions from the phone
     "add_grant": lambda s: s.add_grant(grant()),
     "use_grant": lambda s: s.use_grant("g", T0),
+    "release_grant": lambda s: s.release_grant("g", T0),
     "record_action": lambda s: s.record_action(action_record(T0)),
     "request_termination": lambda s: s.request_termination(termination_request()),
     "end_termination_request": lambda s: s.end_termination_request("runpod:pod-1"),

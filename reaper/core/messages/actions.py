@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from datetime import datetime, timedelta
 
 from reaper.core.messages.text import _short, label
 from reaper.core.models import Instance, PhoneAction
-from reaper.core.units import humanize, weekday_time
+from reaper.core.terminated import Terminated
+from reaper.core.units import humanize, utc
 
 KEEP_SHORT = timedelta(days=1)
 KEEP_LONG = timedelta(weeks=1)
@@ -101,16 +103,43 @@ def watchdog_actions(host: str) -> tuple[PhoneAction, ...]:
 
 
 def action_kept(subject: str, until: datetime, by: str) -> str:
-    return f"Kept {subject} until {weekday_time(until)} by {by}."
+    return f"Kept {subject} until {utc(until)} by {by}."
 
 
 def action_already_kept(subject: str, until: datetime | None) -> str:
-    when = weekday_time(until) if until is not None else "further notice"
+    when = utc(until) if until is not None else "further notice"
     return f"{subject} was already kept until {when}: nothing changed."
 
 
+def _terminated_when(gone: Terminated) -> str:
+    if gone.confirmed:
+        return f"terminated at {utc(gone.at)} (confirmed gone)"
+    return f"terminated (the listing of {utc(gone.at)} shows it so)"
+
+
+def _already_gone(subject: str, gone: Mapping[str, Terminated]) -> str:
+    if len(gone) == 1:
+        [only] = gone.values()
+        return f"{subject} was already {_terminated_when(only)}"
+    return f"{subject} were already terminated{_terminated_list(gone)}"
+
+
+def action_not_kept(subject: str, gone: Mapping[str, Terminated]) -> str:
+    """A keep refused: every instance it names is already terminated."""
+    return f"Not kept: {_already_gone(subject, gone)}; nothing to keep."
+
+
+def action_some_not_kept(gone: Mapping[str, Terminated]) -> str:
+    """What a keep of several instances left out (nothing when it left out none)."""
+    return f" Not kept, already terminated{_terminated_list(gone)}." if gone else ""
+
+
+def _terminated_list(gone: Mapping[str, Terminated]) -> str:
+    return ": " + ", ".join(f"{key} ({utc(t.at)})" for key, t in sorted(gone.items()))
+
+
 def action_muted(subject: str, until: datetime, by: str) -> str:
-    return f"Muted {subject} until {weekday_time(until)} by {by}."
+    return f"Muted {subject} until {utc(until)} by {by}."
 
 
 def action_no_monitor(host: str) -> str:
@@ -151,17 +180,24 @@ def action_confirm_label(subject: str) -> str:
     return f"⚠️ Yes, terminate {_short(subject, 40)}"
 
 
-def action_describe(action: PhoneAction, now: datetime) -> str:
-    """What pressing it does, in a sentence: for the action page."""
+def action_describe(
+    action: PhoneAction, now: datetime, gone: Mapping[str, Terminated] | None = None
+) -> str:
+    """What pressing it does, in a sentence: for the action page. `gone`: the instances known
+    to be terminated already (a keep of only those does nothing)."""
+    gone = gone or {}
+    if action.kind == "keep" and action.targets and all(t in gone for t in action.targets):
+        named = {t: gone[t] for t in action.targets}
+        return f"Does nothing: {_already_gone(action.subject, named)}."
     if action.kind == "keep" and action.duration is not None:
         return (
             f"Keeps {action.subject} from being terminated until"
-            f" {weekday_time(now + action.duration)} ({humanize(action.duration)} from now), the"
+            f" {utc(now + action.duration)} ({humanize(action.duration)} from now), the"
             " record `reaper keep` writes."
         )
     if action.kind == "mute" and action.duration is not None:
         return (
-            f"Silences the alerts of {action.subject} until {weekday_time(now + action.duration)}"
+            f"Silences the alerts of {action.subject} until {utc(now + action.duration)}"
             f" ({humanize(action.duration)} from now); its state is still tracked."
         )
     if action.kind == "terminate":
@@ -179,8 +215,8 @@ REFUSED_CHAT = "Refused: this press did not come from the configured chat."
 
 
 def refused_used(at: datetime) -> str:
-    return f"Already used ({weekday_time(at)}): nothing done."
+    return f"Already used ({utc(at)}): nothing done."
 
 
 def refused_expired(at: datetime) -> str:
-    return f"Expired at {weekday_time(at)} (actions last 24 h): nothing done."
+    return f"Expired at {utc(at)} (actions last 24 h): nothing done."

@@ -23,15 +23,18 @@ has a browser send a form POST's `Origin` as `null`, and the page's own button w
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from datetime import datetime
 from urllib.parse import parse_qs
 
 from reaper.core import messages
 from reaper.core.models import ActionGrant, PhoneAction
-from reaper.core.units import weekday_time
+from reaper.core.terminated import Terminated
+from reaper.core.units import utc
 from reaper.interfaces.web.layout import esc
 from reaper.interfaces.web.origin import same_origin
+from reaper.passes import keeping
 from reaper.passes.act import LINK, ActContext, Outcome, lookup, perform
 
 # A POST from the page carries `choice=N`; anything much bigger is not from it.
@@ -94,16 +97,19 @@ def _button(index: int, action: PhoneAction, main: bool) -> str:
     )
 
 
-def render_page(grant: ActionGrant, now: datetime) -> bytes:
-    """What the link will do, with a button per choice (the first is the main one)."""
+def render_page(
+    grant: ActionGrant, now: datetime, gone: Mapping[str, Terminated] | None = None
+) -> bytes:
+    """What the link will do, with a button per choice (the first is the main one); `gone`:
+    the instances it names that are already terminated."""
     first = grant.choices[0]
     parts = [f"<h1>{esc(first.label)}: {esc(first.subject)}?</h1>"]
     for index, action in enumerate(grant.choices):
         parts.append(_button(index, action, index == 0))
-        parts.append(f'<p class="what">{esc(messages.action_describe(action, now))}</p>')
+        parts.append(f'<p class="what">{esc(messages.action_describe(action, now, gone))}</p>')
     parts.append(
         '<p class="small">This link works once, until'
-        f" {esc(weekday_time(grant.expires_at))}. Nothing happens until you press"
+        f" {esc(utc(grant.expires_at))}. Nothing happens until you press"
         " a button.</p>"
     )
     return _document(f"{first.label}: {first.subject}", "".join(parts))
@@ -143,7 +149,9 @@ async def answer_act(
         found = lookup(ctx.store, token, ctx.clock.now(), link=True)
         if isinstance(found, str):
             return not_found()
-        return Page(200, render_page(found, ctx.clock.now()), dict(HTML_HEADERS))
+        to_keep = {t for c in found.choices if c.kind == "keep" for t in c.targets}
+        gone = keeping.terminated_among(ctx.store, sorted(to_keep))
+        return Page(200, render_page(found, ctx.clock.now(), gone), dict(HTML_HEADERS))
     if len(body) > BODY_LIMIT:
         return _line(413, f"request body too large (limit {BODY_LIMIT} bytes)")
     if not same_origin(headers, ctx.settings.public_url):

@@ -28,6 +28,7 @@ from typing import TYPE_CHECKING
 from urllib.parse import parse_qsl, quote
 
 from reaper import log
+from reaper.core import messages
 from reaper.core.heartbeat import HOST_RULE, valid_host
 from reaper.core.models import instance_key
 from reaper.core.monitors import BadSetting, SettingsChange, duration_setting
@@ -299,7 +300,8 @@ def _anchor(key: str, done: str) -> str:
 
 
 async def keep(request: Request, app: App, params: Mapping[str, str]) -> Response:
-    """The record `reaper keep` writes, with who asked."""
+    """The record `reaper keep` writes, with who asked; none for an instance already terminated
+    (a page opened before its termination still shows its buttons)."""
     asked = _instance_form(request, app)
     if isinstance(asked, Response):
         return asked
@@ -309,8 +311,12 @@ async def keep(request: Request, app: App, params: Mapping[str, str]) -> Respons
         return _line(400, "for: expected 1d, 7d or nothing (until unkept)")
     now = app.clock.now()
     view = read_view(app.store, app.settings, now)
-    if listed_instance(view, key) is None:
+    listed = listed_instance(view, key)
+    if listed is None:
         return _line(404, f"{key[:120]} is not in the last listing: reload the page")
+    gone = keeping.terminated_among(app.store, [key])
+    if gone:
+        return _line(409, messages.action_not_kept(messages.label(listed), gone))
     length = KEEP_FOR[choice]
     until = now + length if length is not None else None
     keeping.keep(app.store, key, now=now, until=until, by=KEPT_BY, via=KEPT_BY)

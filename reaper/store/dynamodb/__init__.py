@@ -38,9 +38,9 @@ or a sort key compares instants. Overlapping runs (an hourly reap and a manual o
 concurrent first pings) are made safe by conditions evaluated inside DynamoDB, never by a read
 followed by a write:
 
-- `claim_alert`, `acquire_lease`, `renew_lease`, `use_grant`: one conditional write each; the
-  loser's condition fails and it answers False, so an alert goes out once, a lease is never
-  taken back by a pass that lost it, and an action token acts once.
+- `claim_alert`, `acquire_lease`, `renew_lease`, `use_grant`, `release_grant`: one conditional
+  write each; the loser's condition fails and it answers False, so an alert goes out once, a
+  lease is never taken back by a pass that lost it, and an action token acts once.
 - `create_monitor` with its cap: a transaction of two writes — the monitor, conditional on the
   host not existing, and an increment of the `meta/monitors` counter, conditional on the count
   being under the cap. Either both happen or neither. `put_monitor` and `delete_monitor` keep

@@ -94,6 +94,16 @@ class PhoneStore(DynamoDBTable):
             ExpressionAttributeValues={":now": _s(time_text(now))},
         )
 
+    def release_grant(self, grant_id: str, used_at: datetime) -> bool:
+        self._writable()
+        return self._conditional(
+            "update_item",
+            Key=_key("grant", grant_id),
+            UpdateExpression="REMOVE used_at",
+            ConditionExpression="used_at = :at",
+            ExpressionAttributeValues={":at": _s(time_text(used_at))},
+        )
+
     def record_action(self, record: ActionRecord) -> None:
         """Kept like the termination audit: never expires."""
         self._writable()

@@ -79,6 +79,14 @@ class PhoneStore(SQLiteConnection):
             )
             return cursor.rowcount == 1
 
+    def release_grant(self, grant_id: str, used_at: datetime) -> bool:
+        with self._write() as conn:
+            cursor = conn.execute(
+                "UPDATE action_grants SET used_at = NULL WHERE id = ? AND used_at = ?",
+                (grant_id, time_text(used_at)),
+            )
+            return cursor.rowcount == 1
+
     def record_action(self, record: ActionRecord) -> None:
         record = utc_record(record)
         with self._write() as conn:
