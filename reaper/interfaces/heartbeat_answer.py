@@ -7,7 +7,8 @@ nothing more than its monitor and never loads this. A keep is found in two place
 monitor itself (`reaper keep host:<host>`, a Keep pressed on the instance's idle warning) and,
 for a provider host (`<prefix>-<id>`, each provider's prefix), in the keep of its instance
 (`reaper keep <provider>:<id>`, the status page, a termination warning's button) — the later
-end wins. Only this answer reads the instance's keep, so only a JSON ping pays for it.
+end wins (`reaper.core.monitors.host_keep`, which the monitor views show too). Of the pings,
+only this answer reads the instance's keep, so only a JSON ping pays for it.
 """
 
 from __future__ import annotations
