@@ -205,9 +205,11 @@ def test_balance_low_hours_left_and_vast_spend_from_the_fleet() -> None:
     runpod = Balance(provider="runpod", account="main", balance=20.0, spend_per_hour=4.0)
     filled = with_spend([vast, runpod], fleet)
     assert filled[0].spend_per_hour == 0.51
-    assert filled[1].spend_per_hour == 4.0  # the provider's own figure wins
+    # RunPod's own figure gives way to the fleet's, as the spend table counts it: nothing of
+    # this account is listed, so nothing burns and its runway is endless.
+    assert filled[1].spend_per_hour == 0.0
     assert hours_left(filled[0]) == 5.0
-    assert hours_left(filled[1]) == 5.0
+    assert hours_left(filled[1]) is None
     assert is_low(filled[0], 5.0) is True
     assert is_low(filled[1], 5.0) is False
     assert is_low(Balance(provider="vast", account="x"), 5.0) is None

@@ -57,7 +57,9 @@ def test_list_shows_every_monitor_with_its_settings(w: World) -> None:
     text = cli(w, "monitor", "list")
     assert text.returncode == 0
     header, row = text.stdout.splitlines()
-    assert header.split() == ["host", "state", "last", "ping", "timeout", "grace", "muted", "until"]
+    assert header.split() == [
+        *("host", "state", "last", "ping", "timeout", "grace", "muted", "until", "kept", "idle")
+    ]
     assert row.split()[:2] == ["trainer", "paused"] and "2h (own)" in row
     data = json.loads(cli(w, "monitor", "list", "--json").stdout)
     [monitor] = data["monitors"]

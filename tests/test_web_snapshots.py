@@ -43,7 +43,8 @@ def test_each_reap_pass_records_a_snapshot_per_account(tmp_path: Path) -> None:
     assert runpod.running_per_hour == 1.5
     assert runpod.storage_per_hour == pytest.approx(0.1, abs=0.001)  # 365 GB at $0.20/GB-month
     assert runpod.counts == {"running": 1, "stopped": 1}
-    assert runpod.balance == 30.0 and runpod.spend_per_hour == 1.5
+    # The account's burn rate, storage included (RunPod's own $1.50/h counts running pods only).
+    assert runpod.balance == 30.0 and runpod.spend_per_hour == pytest.approx(runpod.per_hour)
     assert vast.running_per_hour == 0.5 and vast.complete
     failed = second.accounts[1]
     assert not failed.complete and failed.per_hour is None, "unknown, never zero"

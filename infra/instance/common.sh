@@ -41,6 +41,8 @@ KIT_RUN_TIME=""
 # Filled by kit_ping_read: what the heartbeat answered (see kit_read_answer).
 KIT_ANSWER="" KIT_ANSWER_WHY="" KIT_KEEP_MS="" KIT_KEEP_ISO="" KIT_KEEP_TEXT=""
 KIT_IDLE_AFTER="" KIT_SERVER_MS=""
+# The URL variables whose 404 was said (" HEARTBEAT_URL NOTIFY_URL "): see kit_http_failed.
+KIT_SAID_404=" "
 KIT_LIB_DIR=$(cd "$(dirname "${BASH_SOURCE[0]}")" 2>/dev/null && pwd) || KIT_LIB_DIR=.
 
 kit_log() {
@@ -150,6 +152,35 @@ kit_json_quote() {
     printf '"%s"' "$s"
 }
 
+# A request to the URL in the variable $1 (HEARTBEAT_URL, NOTIFY_URL) got the status $2; $3
+# says what it was. A 2xx ends an episode of 404s. Any other failure is one line each time. A
+# 404 is a wrong ping key or path — reaper answers 404 to everything under a wrong key, so it
+# would be the same line every minute for ever: it is said once per episode, naming the
+# variable and what to check, never the URL (it holds the key). Nothing stops for it.
+kit_http_outcome() {
+    local var=$1 code=$2 what=$3 hint
+    case $code in
+    2??)
+        KIT_SAID_404=${KIT_SAID_404/ $var / }
+        return 0
+        ;;
+    404) ;;
+    *)
+        kit_log "$what failed (HTTP $code)"
+        return 1
+        ;;
+    esac
+    [[ $KIT_SAID_404 == *" $var "* ]] && return 1
+    KIT_SAID_404="$KIT_SAID_404$var "
+    case $var in
+    HEARTBEAT_URL) hint="…/ping/<key>; with HEARTBEAT_AUTO_CREATE=false the monitor $KIT_HOST must exist" ;;
+    *) hint="…/alert/<key>" ;;
+    esac
+    hint="check its ping key (the reaper's REAPER_PING_KEY) and its path ($hint)"
+    kit_log "$var answered 404: $hint (said once until it answers; the kit goes on)"
+    return 1
+}
+
 # POST stdin to $1; prints the HTTP status (000 when nothing answered).
 kit_post() {
     local url=$1 content_type=$2 code
@@ -182,11 +213,7 @@ kit_notify() {
     if [ "$code" = 404 ]; then
         code=$(printf '%s' "$json" | kit_post "${NOTIFY_URL%/}" application/json)
     fi
-    case $code in
-    2??) return 0 ;;
-    esac
-    kit_log "notify failed (HTTP $code)"
-    return 1
+    kit_http_outcome NOTIFY_URL "$code" notify
 }
 
 # Tell the heartbeat: POST $2 (the status line, may be empty) to HEARTBEAT_URL/<host>[/$1],
@@ -197,11 +224,7 @@ kit_ping() {
     kit_identify
     url="${HEARTBEAT_URL%/}/$KIT_HOST${suffix:+/$suffix}"
     code=$(printf '%s' "$body" | kit_post "$url" 'text/plain; charset=utf-8')
-    case $code in
-    2??) return 0 ;;
-    esac
-    kit_log "heartbeat ping ${suffix:-(plain)} failed (HTTP $code)"
-    return 1
+    kit_http_outcome HEARTBEAT_URL "$code" "heartbeat ping ${suffix:-(plain)}"
 }
 
 # The two-way heartbeat: a plain ping with the status line $1 that asks for JSON, and what
@@ -218,11 +241,7 @@ kit_ping_read() {
         --data-binary @- "$url" 2>/dev/null | head -c 65536 | tr -d '\000')
     kit_split_answer "$out"
     kit_read_answer "$KIT_ANSWER_CODE" "$KIT_ANSWER_DATE" "$KIT_ANSWER_BODY"
-    case $KIT_ANSWER_CODE in
-    2??) return 0 ;;
-    esac
-    kit_log "heartbeat ping (plain) failed (HTTP $KIT_ANSWER_CODE)"
-    return 1
+    kit_http_outcome HEARTBEAT_URL "$KIT_ANSWER_CODE" "heartbeat ping (plain)"
 }
 
 # curl -i's output $1 as KIT_ANSWER_CODE (000: none), KIT_ANSWER_DATE, KIT_ANSWER_BODY. Header

@@ -13,7 +13,7 @@ from datetime import datetime, timedelta
 
 from pydantic import BaseModel, ConfigDict
 
-from reaper.core.leaks import Finding, detect, hours_left, is_low, with_spend
+from reaper.core.leaks import Finding, account_spend, detect, hours_left, is_low, with_spend
 from reaper.core.models import Alert, AuditRecord, Balance, Episode, Instance, Monitor, Volume
 from reaper.core.runway import runway_short
 from reaper.core.units import HOURS_PER_MONTH, as_utc, humanize, money
@@ -132,11 +132,13 @@ def _spend(instances: Iterable[Instance], listed: Iterable[tuple[str, str]]) -> 
     for inst in instances:
         if inst.state != "terminated":
             lines.setdefault((inst.provider, inst.account), []).append(inst)
+    # The one burn rate per account (the runway's too: `with_spend`).
+    rates = account_spend(inst for insts in lines.values() for inst in insts)
     return [
         SpendLine(
             provider=provider,
             account=account,
-            per_hour=round(sum(i.cost_per_hour or 0.0 for i in insts), 4),
+            per_hour=round(rates.get((provider, account), 0.0), 4),
             billing=sum(1 for i in insts if (i.cost_per_hour or 0.0) > 0),
             unknown_cost=sum(1 for i in insts if i.cost_per_hour is None),
         )

@@ -306,13 +306,15 @@ def with_spend(
     fleet: Sequence[Instance],
     failed_accounts: Collection[tuple[str, str]] = (),
 ) -> list[Balance]:
-    """A provider that reports no spend rate (or an answer without one) gets the sum of the
-    account's instances' $/h. An account whose listing failed keeps None:
-    an empty list there is not "nothing bills"."""
+    """Each balance with its account's burn rate as the spend table counts it (`account_spend`:
+    running instances and storage alike), whatever rate the provider reports of its own
+    (RunPod's counts running pods only): the runway and the table never disagree. An account
+    whose listing failed keeps the provider's own figure, or None: an empty list there is not
+    "nothing bills"."""
     spend = account_spend(fleet)
     return [
         b
-        if b.spend_per_hour is not None or (b.provider, b.account) in failed_accounts
+        if (b.provider, b.account) in failed_accounts
         else b.model_copy(update={"spend_per_hour": spend.get((b.provider, b.account), 0.0)})
         for b in balances
     ]

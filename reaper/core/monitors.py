@@ -16,10 +16,14 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
+from typing import TYPE_CHECKING
 
 from reaper.core.records import Monitor
 from reaper.core.units import humanize, iso
 from reaper.settings.parse import ConfigError, parse_duration
+
+if TYPE_CHECKING:
+    from reaper.core.models import KeptInstance
 
 # The ping log keeps this many events per monitor, and this much of each one's body.
 PING_LOG_KEPT = 100
@@ -99,6 +103,8 @@ class SettingsChange:
     notified_at: datetime | None = None
     keep_until: datetime | None = None
     idle_after: str = ""
+    # Who asks for a keep (`keep_until`): written beside it, so that every view can say it.
+    keep_by: str = ""
 
 
 def describe_change(change: SettingsChange) -> str:
@@ -127,6 +133,30 @@ def describe_change(change: SettingsChange) -> str:
 KEEP_FOREVER = datetime(9999, 12, 31, 23, 59, tzinfo=UTC)
 
 
+@dataclass(frozen=True)
+class HostKeep:
+    """A keep as the instance that pings as a host reads it back: until when (KEEP_FOREVER:
+    no end) and who set it ("" when not recorded)."""
+
+    until: datetime
+    by: str
+
+
+def host_keep(
+    monitor: Monitor, instance_keep: KeptInstance | None, now: datetime
+) -> HostKeep | None:
+    """The keep the two-way heartbeat answers for the monitor's host, and every view shows: its
+    own (`reaper keep host:<host>`, a Keep pressed on its idle warning) and, for a provider
+    host, its instance's (`reaper keep <provider>:<id>`, the status page, a termination
+    warning's button) — the later end wins. None when neither is in force now."""
+    keeps = []
+    if monitor.keep_until is not None and monitor.keep_until > now:
+        keeps.append(HostKeep(monitor.keep_until, monitor.keep_by))
+    if instance_keep is not None and instance_keep.active(now):
+        keeps.append(HostKeep(instance_keep.until or KEEP_FOREVER, instance_keep.by))
+    return max(keeps, key=lambda keep: keep.until, default=None)
+
+
 def idle_after_text(after: timedelta | None, *, never: bool = False) -> str:
     """What the two-way heartbeat answers as `idle_after`: whole minutes ("90m"), "never", or
     "" (the kit's own IDLE_LIMIT). A limit under a minute, over LONGEST_IDLE or not in whole
@@ -144,6 +174,8 @@ def idle_after_text(after: timedelta | None, *, never: bool = False) -> str:
 def apply_change(monitor: Monitor, change: SettingsChange) -> Monitor:
     """The monitor with the change made; its state (status, pings, alerts) as it was."""
     update: dict[str, object] = {name: getattr(change, name) for name in change.given}
+    if "keep_until" in change.given:
+        update["keep_by"] = change.keep_by if change.keep_until is not None else ""
     if "paused" in change.given and monitor.paused and not change.paused:
         update["resumed_at"] = change.at
     return monitor.model_copy(update=update) if update else monitor

@@ -313,6 +313,8 @@ class Monitor(_Record):
     # idle limit `reaper idle` set ("90m", "never"; "" for the kit's own IDLE_LIMIT).
     keep_until: datetime | None = None
     idle_after: str = ""
+    # Who set that keep ("" when not recorded), as the action record names them.
+    keep_by: str = ""
 
     # The JSON key order is the field order; `status` is written after `created_at`.
     _READERS: ClassVar[Mapping[str, Any]] = {

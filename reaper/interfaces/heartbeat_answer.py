@@ -7,7 +7,8 @@ nothing more than its monitor and never loads this. A keep is found in two place
 monitor itself (`reaper keep host:<host>`, a Keep pressed on the instance's idle warning) and,
 for a provider host (`<prefix>-<id>`, each provider's prefix), in the keep of its instance
 (`reaper keep <provider>:<id>`, the status page, a termination warning's button) — the later
-end wins. Only this answer reads the instance's keep, so only a JSON ping pays for it.
+end wins (`reaper.core.monitors.host_keep`, which the monitor views show too). Of the pings,
+only this answer reads the instance's keep, so only a JSON ping pays for it.
 """
 
 from __future__ import annotations
@@ -15,7 +16,7 @@ from __future__ import annotations
 from datetime import UTC, datetime
 from email.utils import format_datetime
 
-from reaper.core.monitors import KEEP_FOREVER
+from reaper.core.monitors import host_keep
 from reaper.core.records import Monitor
 from reaper.core.units import iso
 from reaper.interfaces.api import App, Response, json_response
@@ -26,13 +27,10 @@ def keep_until(app: App, monitor: Monitor, now: datetime) -> datetime | None:
     """When the instance's keep ends (KEEP_FOREVER for none), None when it is not kept now."""
     from reaper.core.models import instance_key
 
-    ends = [monitor.keep_until] if monitor.keep_until and monitor.keep_until > now else []
     parsed = provider_host(monitor.host)
-    if parsed is not None:
-        kept = app.store.history().kept.get(instance_key(*parsed))
-        if kept is not None and kept.active(now):
-            ends.append(kept.until or KEEP_FOREVER)
-    return max(ends, default=None)
+    kept = app.store.history().kept.get(instance_key(*parsed)) if parsed is not None else None
+    keep = host_keep(monitor, kept, now)
+    return keep.until if keep is not None else None
 
 
 def heartbeat_answer(app: App, monitor: Monitor) -> Response:

@@ -53,14 +53,15 @@ def monitor_list(settings: Settings, *, json_output: bool, clock: Clock | None =
     with wiring.opened(settings, read_only=True, existing=True) as runtime:
         store = runtime.store
         monitors = store.list_monitors()
+        kept = store.history().kept
     if json_output:
         data = {
             "at": iso(now),
-            "monitors": [views.monitor_json(m, settings, now) for m in monitors],
+            "monitors": [views.monitor_json(m, settings, now, kept=kept) for m in monitors],
         }
         print(json.dumps(data, ensure_ascii=False))
     else:
-        print(views.monitors_table(monitors, settings, now))
+        print(views.monitors_table(monitors, settings, now, kept))
     return EXIT_OK
 
 
@@ -73,10 +74,11 @@ def monitor_log(
         store = runtime.store
         monitor = store.get_monitor(host)
         events = store.monitor_log(host) if monitor is not None else []
+        kept = store.history().kept if json_output and monitor is not None else {}
     if monitor is None:
         return _missing(host)
     if json_output:
-        print(json.dumps(views.monitor_detail_json(monitor, events, settings, now)))
+        print(json.dumps(views.monitor_detail_json(monitor, events, settings, now, kept)))
     else:
         print("\n".join(views.monitor_log_lines(monitor, events)))
     return EXIT_OK
@@ -105,7 +107,7 @@ def monitor_set(
     if changed.monitor is None:
         print(f"reaper: {changed.refused}", file=sys.stderr)
         return EXIT_ATTENTION
-    m = views.monitor_json(changed.monitor, settings, now)
+    m = views.monitor_settings_json(changed.monitor, settings, now, None)
     timeout_text = humanize(timedelta(seconds=m["timeout"]))
     default = " (HEARTBEAT_TIMEOUT)" if m["timeout_default"] else ""
     grace_text = humanize(timedelta(seconds=m["grace"])) if m["grace"] else "none"

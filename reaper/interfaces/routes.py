@@ -264,7 +264,8 @@ async def monitor(request: Request, app: App, params: Params) -> Response:
     if monitor is None:
         return text_response(404, f"no monitor {host}")
     events = app.store.monitor_log(host)
-    return json_response(200, monitor_detail_json(monitor, events, app.settings, now))
+    kept = app.store.history().kept
+    return json_response(200, monitor_detail_json(monitor, events, app.settings, now, kept))
 
 
 def _put_monitor(request: Request, app: App, host: str, now: datetime) -> Response:
@@ -281,5 +282,5 @@ def _put_monitor(request: Request, app: App, host: str, now: datetime) -> Respon
     if changed.monitor is None:
         return text_response(403, changed.refused)
     events = app.store.monitor_log(host)
-    body = monitor_detail_json(changed.monitor, events, app.settings, now)
+    body = monitor_detail_json(changed.monitor, events, app.settings, now, app.store.history().kept)
     return json_response(200, {**body, "created": changed.created})

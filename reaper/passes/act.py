@@ -212,7 +212,7 @@ def _keep(store: Store, action: PhoneAction, actor: Actor, now: datetime) -> Out
             host = key.removeprefix(messages.HOST_TARGET)
             if store.get_monitor(host) is None:  # deleted since the warning: nothing to keep
                 return Outcome("not_done", messages.action_no_host_to_keep(host), spent=False)
-            current_end = _host_keep(store, host, until, now)
+            current_end = _host_keep(store, host, until, now, actor.who)
             if current_end is not None:
                 longer.append(current_end)
             continue
@@ -232,14 +232,14 @@ def _keep(store: Store, action: PhoneAction, actor: Actor, now: datetime) -> Out
     return Outcome("done", messages.action_kept(action.subject, until, actor.who) + skipped)
 
 
-def _host_keep(store: Store, host: str, until: datetime, now: datetime) -> datetime | None:
+def _host_keep(store: Store, host: str, until: datetime, now: datetime, by: str) -> datetime | None:
     """Keep the monitor `host` until `until`; the end of a longer keep already in place
     (nothing changed), else None."""
     monitor = store.get_monitor(host)
     current = monitor.keep_until if monitor is not None else None
     if current is not None and current >= until:
         return current
-    change = SettingsChange(at=now, given=frozenset({"keep_until"}), keep_until=until)
+    change = SettingsChange(at=now, given=frozenset({"keep_until"}), keep_until=until, keep_by=by)
     store.set_monitor_settings(host, change)
     return None
 

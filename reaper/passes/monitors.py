@@ -12,7 +12,7 @@ and when (`reaper audit`), the same trail keeps and phone presses leave.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from datetime import datetime
 
 from reaper import log
@@ -73,7 +73,10 @@ def _kind_of(change: SettingsChange) -> ActionKind:
 def change_monitor(
     settings: Settings, store: Store, host: str, change: SettingsChange, asker: Asker
 ) -> Changed:
-    """Apply `change` to the host's monitor, creating the monitor when there is none."""
+    """Apply `change` to the host's monitor, creating the monitor when there is none. A keep
+    is written with who asked for it."""
+    if "keep_until" in change.given:
+        change = replace(change, keep_by=asker.by)
     changed = _change(settings, store, host, change)
     what = describe_change(change)
     if changed.monitor is None:

@@ -3,12 +3,21 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from datetime import datetime, timedelta
 from typing import Any
 
-from reaper.core.models import Instance, Listing, Monitor, PingEvent
-from reaper.core.monitors import down_after, grace_of, heard_or_resumed, muted, timeout_of
+from reaper.core.models import Instance, KeptInstance, Listing, Monitor, PingEvent, instance_key
+from reaper.core.monitors import (
+    KEEP_FOREVER,
+    HostKeep,
+    down_after,
+    grace_of,
+    heard_or_resumed,
+    host_keep,
+    muted,
+    timeout_of,
+)
 from reaper.core.units import humanize, iso, parse_time, utc, when
 from reaper.interfaces.table import format_table
 from reaper.providers.plugins import provider_host
@@ -27,9 +36,34 @@ def _monitor_name(host: str, listed: dict[str, Instance]) -> str:
     return inst.name if inst else ""
 
 
+def instance_keep(host: str, kept: Mapping[str, KeptInstance]) -> KeptInstance | None:
+    """The keep of the instance a provider host names (`<provider>-<id>`); None for another."""
+    found = provider_host(host)
+    return kept.get(instance_key(*found)) if found else None
+
+
+def monitor_keep(
+    monitor: Monitor, kept: Mapping[str, KeptInstance], now: datetime
+) -> HostKeep | None:
+    """The keep the instance reads back on its next JSON ping (the same rule as that answer)."""
+    return host_keep(monitor, instance_keep(monitor.host, kept), now)
+
+
+def keep_text(keep: HostKeep) -> str:
+    """ "until 2026-12-05 19:00 UTC", or "with no end set" for a keep `--for forever`."""
+    return "with no end set" if keep.until >= KEEP_FOREVER else f"until {utc(keep.until)}"
+
+
 def monitor_json(
-    monitor: Monitor, settings: Settings, now: datetime, name: str = ""
+    monitor: Monitor,
+    settings: Settings,
+    now: datetime,
+    name: str = "",
+    *,
+    kept: Mapping[str, KeptInstance],
 ) -> dict[str, Any]:
+    """`kept`: the instance keeps by instance key (`History.kept`): a provider host reads its
+    instance's keep back too."""
     silent_for = now - heard_or_resumed(monitor)
     limit = down_after(monitor, settings.heartbeat_timeout)
     return {
@@ -47,7 +81,7 @@ def monitor_json(
         "last_alert_at": iso(monitor.last_alert_at),
         "bye_at": iso(monitor.bye_at),
         "name": name,
-        **monitor_settings_json(monitor, settings, now),
+        **monitor_settings_json(monitor, settings, now, monitor_keep(monitor, kept, now)),
     }
 
 
@@ -59,8 +93,12 @@ def monitor_state(m: dict[str, Any]) -> str:
     return f"{state}, muted" if m["muted_until"] else state
 
 
-def monitor_settings_json(monitor: Monitor, settings: Settings, now: datetime) -> dict[str, Any]:
-    """A monitor's own settings, in force: durations in whole seconds."""
+def monitor_settings_json(
+    monitor: Monitor, settings: Settings, now: datetime, keep: HostKeep | None
+) -> dict[str, Any]:
+    """A monitor's own settings, in force: durations in whole seconds; `keep_until` and
+    `idle_after` exactly as the instance reads them back on its JSON ping, and who set the
+    keep."""
     return {
         "timeout": int(timeout_of(monitor, settings.heartbeat_timeout).total_seconds()),
         "timeout_default": monitor.timeout is None,
@@ -69,6 +107,9 @@ def monitor_settings_json(monitor: Monitor, settings: Settings, now: datetime) -
         "muted_until": iso(monitor.muted_until) if muted(monitor, now) else None,
         "alert_held": monitor.alert_held,
         "events": monitor.events,
+        "keep_until": iso(keep.until) if keep is not None else None,
+        "kept_by": (keep.by or None) if keep is not None else None,
+        "idle_after": monitor.idle_after or None,
     }
 
 
@@ -85,12 +126,16 @@ def event_json(event: PingEvent) -> dict[str, Any]:
 
 
 def monitor_detail_json(
-    monitor: Monitor, events: Sequence[PingEvent], settings: Settings, now: datetime
+    monitor: Monitor,
+    events: Sequence[PingEvent],
+    settings: Settings,
+    now: datetime,
+    kept: Mapping[str, KeptInstance],
 ) -> dict[str, Any]:
     """The object of `GET /monitors/<host>` and `reaper monitor log --json`: the monitor (as
     in `status --json`) and its ping log, oldest first."""
     return {
-        "monitor": monitor_json(monitor, settings, now),
+        "monitor": monitor_json(monitor, settings, now, kept=kept),
         "events": [event_json(e) for e in events],
     }
 
@@ -99,13 +144,20 @@ def _seconds(seconds: int) -> str:
     return humanize(timedelta(seconds=seconds)) if seconds else "0"
 
 
-def monitors_table(monitors: Sequence[Monitor], settings: Settings, now: datetime) -> str:
-    """`reaper monitor list`: every monitor with its own settings."""
+def monitors_table(
+    monitors: Sequence[Monitor],
+    settings: Settings,
+    now: datetime,
+    kept: Mapping[str, KeptInstance],
+) -> str:
+    """`reaper monitor list`: every monitor with its own settings, the keep and the idle limit
+    its instance reads back among them."""
     if not monitors:
         return "no monitors"
     rows = []
     for monitor in monitors:
-        m = monitor_json(monitor, settings, now)
+        m = monitor_json(monitor, settings, now, kept=kept)
+        keep = monitor_keep(monitor, kept, now)
         state = monitor_state(m)
         timeout = _seconds(m["timeout"]) + ("" if m["timeout_default"] else " (own)")
         muted_until = parse_time(m["muted_until"])
@@ -117,9 +169,11 @@ def monitors_table(monitors: Sequence[Monitor], settings: Settings, now: datetim
                 timeout,
                 _seconds(m["grace"]),
                 utc(muted_until) if muted_until else "",
+                keep_text(keep).removeprefix("until ") if keep is not None else "",
+                m["idle_after"] or "",
             ]
         )
-    headers = ["host", "state", "last ping", "timeout", "grace", "muted until"]
+    headers = ["host", "state", "last ping", "timeout", "grace", "muted until", "kept", "idle"]
     return format_table(headers, rows, max_width=60)
 
 

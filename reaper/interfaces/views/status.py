@@ -40,7 +40,8 @@ def status_json(
         "at": iso(now),
         "counts": counts,
         "monitors": [
-            monitor_json(m, settings, now, _monitor_name(m.host, listed)) for m in monitors
+            monitor_json(m, settings, now, _monitor_name(m.host, listed), kept=history.kept)
+            for m in monitors
         ],
         "reaping": bool(settings.accounts),
         "last_reap": None if last is None else json.loads(last.model_dump_json()),

@@ -11,7 +11,7 @@ from __future__ import annotations
 from datetime import datetime
 
 from reaper.core.models import Monitor, PingEvent
-from reaper.core.monitors import grace_of, timeout_of
+from reaper.core.monitors import KEEP_FOREVER, HostKeep, grace_of, timeout_of
 from reaper.core.units import humanize
 from reaper.interfaces.readmodel import as_watchdog
 from reaper.interfaces.web.layout import document, esc, hidden, post_button, stamp, when
@@ -59,6 +59,23 @@ def _delete_form(monitor: Monitor, csrf: str) -> str:
     )
 
 
+def _read_back(keep: HostKeep | None, idle_after: str) -> str:
+    """What the instance reads back on its JSON ping, when anything: the keep (until when, by
+    whom) and the idle limit `reaper idle` set. Empty when neither is set."""
+    parts = []
+    if keep is not None:
+        end = "with no end set" if keep.until >= KEEP_FOREVER else f"until {stamp(keep.until)}"
+        by = f" (by {esc(keep.by)})" if keep.by else ""
+        parts.append(f"kept {end}{by}: its idle-watch does not destroy it for idleness")
+    if idle_after == "never":
+        parts.append("no idle destroy (set by reaper idle)")
+    elif idle_after:
+        parts.append(f"idle limit {esc(idle_after)} (set by reaper idle)")
+    if not parts:
+        return ""
+    return f'<span class="line small" id="read-back">{" · ".join(parts)}</span>'
+
+
 def _event_row(event: PingEvent) -> str:
     kind = event.kind if event.exit_status is None else f"{event.kind} {event.exit_status}"
     body = f"<pre>{esc(event.body)}</pre>" if event.body else ""
@@ -92,7 +109,10 @@ def monitor_page(
     now: datetime,
     csrf: str,
     problem: str = "",
+    *,
+    keep: HostKeep | None = None,
 ) -> bytes:
+    """`keep`: the keep its instance reads back (`views.monitor_keep`), None when not kept."""
     dog = as_watchdog(monitor, settings, now)
     actions = monitor_actions(dog, now, csrf, back="monitor")
     message = (
@@ -108,7 +128,7 @@ def monitor_page(
         f'<span class="name">{esc(monitor.host)}</span>'
         f'<span class="badge {esc(dog.state)}">{esc(dog.state)}</span>'
         f'<span class="line small dim">{monitor_line(dog, now, settings)} · created '
-        f"{when(monitor.created_at, now)}</span>{message}"
+        f"{when(monitor.created_at, now)}</span>{_read_back(keep, monitor.idle_after)}{message}"
         f'<span class="actions">{actions}</span></li></ul></section>'
     )
     body = head + _settings_form(monitor, settings, csrf, problem) + _log(events)

@@ -36,6 +36,7 @@ from reaper.core.units import iso
 from reaper.interfaces.api import NOT_FOUND, Response
 from reaper.interfaces.ratelimit import Rate, TokenBuckets, client_network, retry_after
 from reaper.interfaces.readmodel import listed_instance, read_view
+from reaper.interfaces.views.monitors import monitor_keep
 from reaper.interfaces.web.layout import HTML_HEADERS
 from reaper.interfaces.web.monitor_page import monitor_page, monitor_path
 from reaper.interfaces.web.origin import same_origin
@@ -402,13 +403,15 @@ def _monitor_shown(
     if monitor is None:
         return _line(404, f"no monitor {host}")
     assert app.settings.admin_key
+    now = app.clock.now()
     page = monitor_page(
         monitor,
         app.store.monitor_log(host),
         app.settings,
-        app.clock.now(),
+        now,
         session.csrf(app.settings.admin_key),
         problem,
+        keep=monitor_keep(monitor, app.store.history().kept, now),
     )
     return _page(status, page)
 
