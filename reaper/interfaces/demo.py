@@ -425,7 +425,6 @@ def _summary(demo: _Demo, emulators: Mapping[str, Any]) -> None:
         format_table(
             ["provider", "id", "name", "result", "confirmed", "when", "why"],
             rows,
-            max_width=70,
             width=terminal_width(),
             shrink_first=(6, 2),
         )

@@ -120,7 +120,7 @@ def monitors_table(monitors: Sequence[Monitor], settings: Settings, now: datetim
             ]
         )
     headers = ["host", "state", "last ping", "timeout", "grace", "muted until"]
-    return format_table(headers, rows, max_width=60)
+    return format_table(headers, rows)
 
 
 def monitor_log_lines(monitor: Monitor, events: Sequence[PingEvent]) -> list[str]:
