@@ -150,7 +150,7 @@ def reap_table(report: ReapReport, *, show_all: bool = False, width: int | None 
                 inst.name,
                 _reap_state(inst),
                 stopped_for,
-                "" if inst.cost_per_hour is None else f"{inst.cost_per_hour:.3f}",
+                "" if inst.cost_per_hour is None else money(inst.cost_per_hour),
                 what,
                 action.reason if action else "",
             ]
