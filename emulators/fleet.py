@@ -98,6 +98,12 @@ class Emulated(Protocol):
     def fleet_entry(value: Any, where: str, accounts: Mapping[str, str]) -> dict[str, Any]: ...
 
 
+def entry_fields(emulator: Emulated) -> tuple[str, ...]:
+    """Every field an entry of `emulator`'s list may have: its own, and the one every entry
+    may carry. The one list an unknown field is answered with, so that it names them all."""
+    return (*emulator.FLEET_FIELDS, STOPPED_FOR)
+
+
 # --- checking, one field at a time ---------------------------------------------------------
 
 
@@ -191,6 +197,8 @@ def _provider(data: dict[str, Any], name: str, emulator: Emulated) -> ProviderFl
     stopped_for: list[timedelta | None] = []
     for i, item in enumerate(items):
         where = f"{name}.{listed}[{i}]"
+        if isinstance(item, dict):
+            checked_object(item, where, entry_fields(emulator))
         own = dict(item) if isinstance(item, dict) else item
         age = own.pop(STOPPED_FOR, None) if isinstance(own, dict) else None
         entries.append(emulator.fleet_entry(own, where, accounts))

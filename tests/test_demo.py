@@ -110,3 +110,18 @@ def test_the_last_line_says_how_to_keep_the_page_up(output: str) -> None:
     last = output.strip().splitlines()[-1]
     assert re.search(r"status page \(http://127\.0\.0\.1:\d+/\) and the phone stopped", last)
     assert last.endswith("demo --serve` keeps them up until Ctrl-C."), last
+
+
+def test_the_sample_in_the_docs_is_what_the_demo_prints(output: str) -> None:
+    """docs/demo.md shows parts of a run ("..." for the rest): every line it shows is one the
+    demo prints (any port), so the page cannot drift from the demo."""
+    page = (Path(__file__).resolve().parents[1] / "docs" / "demo.md").read_text(encoding="utf-8")
+    start = page.index("```\n━━ ") + 4
+    sample = page[start : page.index("```\n", start)].splitlines()
+
+    def any_port(line: str) -> str:
+        return re.sub(r"127\.0\.0\.1:\d+", "127.0.0.1:PORT", line)
+
+    printed = {any_port(line) for line in output.splitlines()}
+    stale = [line for line in sample if line != "..." and any_port(line) not in printed]
+    assert stale == [], "docs/demo.md shows lines the demo no longer prints: update the sample"

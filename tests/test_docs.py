@@ -110,3 +110,34 @@ def test_nothing_cites_a_file_outside_the_repository() -> None:
         assert not re.search(r"DESIGN\.md|ARCHITECTURE\.md|\.\./shared|shared/reference", text), (
             page.name
         )
+
+
+def _synopsis() -> list[str]:
+    """The lines of the command-line page's synopsis: its first code block."""
+    page = (DOCS / "commands.md").read_text(encoding="utf-8")
+    return page.split("```\n", 2)[1].splitlines()
+
+
+def test_every_flag_of_every_command_is_in_the_synopsis() -> None:
+    parser = build_parser()
+    [subparsers] = [a for a in parser._actions if a.__class__.__name__ == "_SubParsersAction"]
+    missing = []
+    for name, command in subparsers.choices.items():
+        shown = " ".join(
+            line.split("#")[0] for line in _synopsis() if f"reaper {name} " in line + " "
+        )
+        flags = [o for a in command._actions for o in a.option_strings if o.startswith("--")]
+        missing += [f"{name} {flag}" for flag in flags if flag not in shown and flag != "--help"]
+    assert missing == []
+
+
+def test_no_synopsis_line_is_there_twice() -> None:
+    commands = [line.split("#")[0].strip() for line in _synopsis()]
+    assert sorted({c for c in commands if commands.count(c) > 1}) == []
+
+
+def test_the_reap_json_schema_names_every_provider() -> None:
+    page = (DOCS / "commands.md").read_text(encoding="utf-8")
+    schema = page[page.index("### `reaper reap --json`") :]
+    names = "|".join(f'"{provider.name}"' for provider in plugins())
+    assert f'"provider": {names},' in schema

@@ -181,3 +181,29 @@ def test_a_plain_droplet_is_one_a_gpu_listing_never_shows() -> None:
         [droplet_id] = docean.droplet_ids()
         droplet = docean.droplet(droplet_id)
         assert droplet is not None and "gpu_info" not in droplet
+
+
+@pytest.mark.parametrize("provider", list(EMULATORS))
+def test_an_unknown_field_is_answered_with_every_field_an_entry_takes(provider: str) -> None:
+    found = EMULATORS[provider]
+    example = json.loads(EXAMPLE.read_text(encoding="utf-8"))
+    used = {name for entry in example[provider][found.FLEET_LIST] for name in entry}
+    data = {provider: {found.FLEET_LIST: [{"stauts": "stopped"}]}}
+    with pytest.raises(FleetError) as err:
+        parse_fleet(data, EMULATORS)
+    where = f"{provider}.{found.FLEET_LIST}[0]: unknown field 'stauts' (expected "
+    assert str(err.value).startswith(where), str(err.value)
+    named = str(err.value).removeprefix(where).removesuffix(")").split(", ")
+    assert STOPPED_FOR in named and used <= set(named), named
+    for name in named:  # every field it names is one an entry may have
+        assert f"unknown field {name!r}" not in _mistake(
+            {provider: {found.FLEET_LIST: [{name: 0}]}}
+        )
+
+
+def _mistake(data: Any) -> str:
+    try:
+        parse_fleet(data, EMULATORS)
+    except FleetError as exc:
+        return str(exc)
+    return ""

@@ -64,7 +64,7 @@ def test_each_command_line_change_is_recorded_with_its_user(w: World) -> None:
 
 def test_a_command_on_a_missing_monitor_records_nothing(w: World) -> None:
     for args in (("pause", "ghost"), ("mute", "ghost", "--for", "1d"), ("delete", "ghost")):
-        assert cli(w, "monitor", *args).returncode == 1, args
+        assert cli(w, "monitor", *args).returncode == 2, args
     cli(w, "monitor", "set", "fresh", "--grace", "5m")
     [created] = _actions(w)
     assert (created.kind, created.subject) == ("set", "fresh")

@@ -1,6 +1,6 @@
 """`reaper monitor list|log|set|pause|resume|mute|unmute|delete` in a subprocess, on the same
-state the pings write: one line per change, one line and exit 2 for bad input, one line and
-exit 1 for a host without a monitor."""
+state the pings write: one line per change, one line and exit 2 for bad input — a host without
+a monitor too, named with the nearest hosts that have one."""
 
 from __future__ import annotations
 
@@ -105,7 +105,10 @@ def test_delete_removes_the_monitor_and_its_log(w: World) -> None:
     finally:
         store.close()
     again = cli(w, "monitor", "delete", "trainer")
-    assert (again.returncode, again.stderr.splitlines()[-1]) == (1, "reaper: no monitor trainer")
+    assert (again.returncode, again.stderr.splitlines()[-1]) == (
+        2,
+        "reaper: <host>: no monitor trainer; nearest: none (no monitors)",
+    )
 
 
 @pytest.mark.parametrize(
@@ -130,8 +133,11 @@ def test_bad_input_is_one_line_and_exit_2(w: World, args: tuple[str, ...], reaso
 
 
 @pytest.mark.parametrize("action", ["log", "pause", "resume", "mute", "unmute", "delete"])
-def test_a_host_without_a_monitor_is_one_line_and_exit_1(w: World, action: str) -> None:
-    _seed(w)
-    result = cli(w, "monitor", action, "nobody")
-    assert result.returncode == 1
-    assert result.stderr.splitlines()[-1] == "reaper: no monitor nobody"
+def test_a_host_without_a_monitor_is_a_bad_argument(w: World, action: str) -> None:
+    for host in ("trainer-1", "trainer-2", "eval"):
+        _seed(w, host)
+    result = cli(w, "monitor", action, "trainer-3")
+    assert result.returncode == 2
+    assert result.stderr.splitlines() == [
+        "reaper: <host>: no monitor trainer-3; nearest: trainer-1, trainer-2, eval"
+    ]

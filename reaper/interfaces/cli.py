@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import argparse
 import os
+import re
 import sys
 from collections.abc import Callable, Sequence
 from datetime import timedelta
@@ -30,7 +31,14 @@ EXIT_INTERRUPTED = 130
 
 
 class _Parser(argparse.ArgumentParser):
-    """argparse, but a usage error is one line and exit 2, like every other bad input."""
+    """argparse, but a usage error is one line and exit 2, like every other bad input; and a
+    value that starts with a minus and a digit ("-1d") is a value, which its own parser judges
+    ("a duration must be positive"), not an option argparse cannot find ("expected one
+    argument": argparse itself knows only plain negative numbers)."""
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self._negative_number_matcher = re.compile(r"^-\.?\d")
 
     def error(self, message: str) -> None:  # type: ignore[override]
         print(f"{self.prog}: {message}", file=sys.stderr)
@@ -57,7 +65,14 @@ def _port(text: str) -> int:
     return value
 
 
+def _positive(text: str) -> None:
+    """A negative duration, said as such (not as "expected a duration like 30m")."""
+    if text.strip().startswith("-"):
+        raise argparse.ArgumentTypeError(f"a duration must be positive, got {text!r}")
+
+
 def _duration(text: str) -> object:
+    _positive(text)
     try:
         return parse_duration(text, "--for")
     except ConfigError as exc:
@@ -172,6 +187,7 @@ def _idle_after(text: str) -> object:
     """`--after` of `reaper idle`: whole minutes, as the instance reads them back."""
     from reaper.core.monitors import BadSetting, idle_after_text
 
+    _positive(text)
     try:
         return idle_after_text(parse_duration(text, "--after"))
     except ConfigError as exc:

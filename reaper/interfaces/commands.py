@@ -20,6 +20,7 @@ from reaper.core.messages import test_message
 from reaper.core.models import Instance, instance_key
 from reaper.core.units import utc
 from reaper.interfaces import views
+from reaper.interfaces.nearest import nearest
 from reaper.interfaces.table import terminal_width
 from reaper.interfaces.web.session import LOGIN_LINK_LIFETIME, create_login_link, login_link_base
 from reaper.passes import keeping
@@ -74,8 +75,6 @@ def _not_listed(key: str, listed: list[Instance], listed_at: datetime | None) ->
     """Why `reaper keep` refuses an id the listing does not show, with the nearest ids listed:
     a mistyped id would otherwise be a stored keep that spares nothing (and the instance meant
     goes on to its deadline)."""
-    import difflib
-
     provider, _, instance_id = key.partition(":")
     if listed_at is None:
         return ConfigError(
@@ -83,9 +82,8 @@ def _not_listed(key: str, listed: list[Instance], listed_at: datetime | None) ->
             f"no reap pass has listed {provider} yet, so {key} cannot be checked: run"
             " `reaper reap` first, or keep it anyway with --force",
         )
-    ids = sorted({i.id for i in listed})
-    nearest = difflib.get_close_matches(instance_id, ids, n=3, cutoff=0.0)
-    named = ", ".join(f"{provider}:{i}" for i in nearest) or "none: it listed no instance"
+    near = nearest(instance_id, (i.id for i in listed))
+    named = ", ".join(f"{provider}:{i}" for i in near) or "none: it listed no instance"
     return ConfigError(
         "<provider>:<id>",
         f"{key} is not in the last listing of {provider} ({utc(listed_at)}); nearest listed:"

@@ -37,7 +37,7 @@ from reaper.app import wiring
 from reaper.app.settings import load_settings
 from reaper.channels.base import ActionSlots, Notifier
 from reaper.core.models import Alert, Delivery
-from reaper.core.units import HOURS_PER_MONTH, humanize, utc
+from reaper.core.units import HOURS_PER_MONTH, humanize, money, utc
 from reaper.interfaces.emulate import reaper_command, stopped_by_signals
 from reaper.interfaces.table import format_table, terminal_width
 from reaper.interfaces.views import reap_table, watch_lines
@@ -425,14 +425,13 @@ def _summary(demo: _Demo, emulators: Mapping[str, Any]) -> None:
         format_table(
             ["provider", "id", "name", "result", "confirmed", "when", "why"],
             rows,
-            max_width=70,
             width=terminal_width(),
             shrink_first=(6, 2),
         )
     )
     saved = sum((r.cost_per_hour or 0.0) * HOURS_PER_MONTH for r in records if r.confirmed)
     print(
-        f"\nBilling stopped: about ${saved:.2f}/month. "
+        f"\nBilling stopped: about {money(saved)}/month. "
         "Mutating calls the emulators received: "
         + ", ".join(f"{label(name)} {len(e.mutations)}" for name, e in emulators.items())
         + ". "

@@ -3,7 +3,8 @@ what a monitor's instance reads back from its pings (`reaper keep host:<host>`, 
 
 Each command reads or changes the store directly (no pass runs): the watch pass and the pings
 pick the change up at once. A host that is not valid, or a setting out of range, is a one-line
-exit 2 before the store is opened; a host with no monitor is one line and exit 1.
+exit 2 before the store is opened; a host with no monitor is a bad argument too: one line
+naming the nearest hosts that have one, exit 2, nothing changed.
 """
 
 from __future__ import annotations
@@ -18,6 +19,7 @@ from reaper.core.heartbeat import HOST_RULE, valid_host
 from reaper.core.monitors import KEEP_FOREVER, SettingsChange
 from reaper.core.units import humanize, iso, utc
 from reaper.interfaces import views
+from reaper.interfaces.nearest import nearest
 from reaper.passes.keeping import command_line_user
 from reaper.passes.monitors import (
     Asker,
@@ -28,6 +30,7 @@ from reaper.passes.monitors import (
 )
 from reaper.settings.model import Settings
 from reaper.settings.parse import ConfigError
+from reaper.store.ports import Store
 
 EXIT_OK = 0
 EXIT_ATTENTION = 1
@@ -43,9 +46,13 @@ def _asker() -> Asker:
     return Asker(by=command_line_user(), via="command line")
 
 
-def _missing(host: str) -> int:
-    print(f"reaper: no monitor {host}", file=sys.stderr)
-    return EXIT_ATTENTION
+def _missing(host: str, store: Store) -> ConfigError:
+    """A host with no monitor is a bad argument (exit 2), named with the nearest hosts that
+    have one: a typo must not read as "nothing to do"."""
+    near = nearest(host, (m.host for m in store.list_monitors()))
+    return ConfigError(
+        "<host>", f"no monitor {host}; nearest: {', '.join(near) or 'none (no monitors)'}"
+    )
 
 
 def monitor_list(settings: Settings, *, json_output: bool, clock: Clock | None = None) -> int:
@@ -73,10 +80,10 @@ def monitor_log(
     with wiring.opened(settings, read_only=True, existing=True) as runtime:
         store = runtime.store
         monitor = store.get_monitor(host)
-        events = store.monitor_log(host) if monitor is not None else []
-        kept = store.history().kept if json_output and monitor is not None else {}
-    if monitor is None:
-        return _missing(host)
+        if monitor is None:
+            raise _missing(host, store)
+        events = store.monitor_log(host)
+        kept = store.history().kept if json_output else {}
     if json_output:
         print(json.dumps(views.monitor_detail_json(monitor, events, settings, now, kept)))
     else:
@@ -123,9 +130,8 @@ def monitor_pause(
     now = (clock or SystemClock()).now()
     with wiring.opened(settings) as runtime:
         store = runtime.store
-        found = pause_monitor(store, host, paused=paused, at=now, asker=_asker())
-    if not found:
-        return _missing(host)
+        if not pause_monitor(store, host, paused=paused, at=now, asker=_asker()):
+            raise _missing(host, store)
     if paused:
         print(f"paused {host}: it never alerts until resumed (any ping resumes it)")
     else:
@@ -142,9 +148,8 @@ def monitor_mute(
     until = None if duration is None else now + duration
     with wiring.opened(settings) as runtime:
         store = runtime.store
-        found = mute_monitor(store, host, until=until, at=now, asker=_asker())
-    if not found:
-        return _missing(host)
+        if not mute_monitor(store, host, until=until, at=now, asker=_asker()):
+            raise _missing(host, store)
     if until is None:
         print(f"unmuted {host}")
     else:
@@ -157,9 +162,8 @@ def monitor_delete(settings: Settings, host: str, *, clock: Clock | None = None)
     now = (clock or SystemClock()).now()
     with wiring.opened(settings) as runtime:
         store = runtime.store
-        found = delete_monitor(store, host, at=now, asker=_asker())
-    if not found:
-        return _missing(host)
+        if not delete_monitor(store, host, at=now, asker=_asker()):
+            raise _missing(host, store)
     print(f"deleted {host} and its ping log (its next ping creates it anew, if auto-create is on)")
     return EXIT_OK
 
@@ -197,9 +201,8 @@ def monitor_unkeep(settings: Settings, host: str, *, clock: Clock | None = None)
     now = (clock or SystemClock()).now()
     change = SettingsChange(at=now, given=frozenset({"keep_until"}), keep_until=None)
     with wiring.opened(settings) as runtime:
-        monitor = runtime.store.get_monitor(host)
-        if monitor is None:
-            return _missing(host)
+        if runtime.store.get_monitor(host) is None:
+            raise _missing(host, runtime.store)
         change_monitor(settings, runtime.store, host, change, _asker())
     print(f"no longer kept: {host} (its idle-watch reads it back on its next ping)")
     return EXIT_OK

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import os
 import shutil
 import sys
 from collections.abc import Sequence
@@ -15,15 +14,15 @@ _MIN_COLUMN = 6
 
 
 def terminal_width() -> int | None:
-    """The width of the terminal the table goes to: `COLUMNS` when set (as `shutil` reads it),
-    else the terminal's own; None when the output is not a terminal (a pipe or a file keeps
-    whole lines for whatever reads them)."""
-    if os.environ.get("COLUMNS", "").strip().isdigit():
-        return shutil.get_terminal_size().columns
+    """The width of the terminal the table goes to: `COLUMNS` when set, else the terminal's own
+    (as `shutil` reads them); None when the output is not a terminal, whatever `COLUMNS` says:
+    a pipe or a file keeps whole cells for whatever reads them (grep, a log, a person later)."""
     try:
-        return os.get_terminal_size(sys.stdout.fileno()).columns
+        if not sys.stdout.isatty():
+            return None
     except (OSError, ValueError, AttributeError):
         return None
+    return shutil.get_terminal_size().columns
 
 
 def _cut(cell: str, width: int) -> str:
@@ -52,19 +51,18 @@ def format_table(
     headers: Sequence[str],
     rows: Sequence[Sequence[str]],
     *,
-    max_width: int = 60,
     width: int | None = None,
     shrink_first: Sequence[int] = (),
 ) -> str:
-    """Left-aligned columns; cells longer than `max_width` are cut with an ellipsis so one long
-    reason cannot wreck the layout (the JSON output keeps it whole). `width`: the whole line's
-    budget (a terminal's width); the columns `shrink_first` give way first, then the widest."""
+    """Left-aligned columns. `width`: the whole line's budget (a terminal's width): cells are
+    cut with an ellipsis to fit it, the columns `shrink_first` first, then the widest. Without
+    a width (a pipe, a file) every cell is whole: the part cut is often the one that matters."""
     # Cells show as text: a control or format character in a name or a message (U+202E mirrors
     # the rest of the line) would reorder the terminal's line.
     rows = [[shown(cell) for cell in row] for row in rows]
     widths = [len(h) for h in headers]
     for row in rows:
-        widths = [max(w, min(len(c), max_width)) for w, c in zip(widths, row, strict=True)]
+        widths = [max(w, len(c)) for w, c in zip(widths, row, strict=True)]
     if width is not None:
         widths = _fit(widths, width, shrink_first)
     lines = ["  ".join(_cut(h, w).ljust(w) for h, w in zip(headers, widths, strict=True)).rstrip()]

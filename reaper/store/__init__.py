@@ -58,6 +58,8 @@ def _require_sqlite_state(location: str) -> None:
     import sqlite3
     from pathlib import Path
 
+    from reaper.store.sqlite.connection import connect_read_only
+
     path = Path(location)
     hint = "check REAPER_STATE (a reap pass or `reaper serve` creates it)"
     if path.is_dir():
@@ -65,7 +67,7 @@ def _require_sqlite_state(location: str) -> None:
     if not path.exists():
         raise ConfigError("REAPER_STATE", f"no state database at {location}: {hint}")
     try:
-        conn = sqlite3.connect(f"{path.resolve().as_uri()}?mode=ro", uri=True)
+        conn = connect_read_only(path)
         try:
             tables = {r[0] for r in conn.execute("SELECT name FROM sqlite_master")}
         finally:

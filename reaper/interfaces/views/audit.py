@@ -38,9 +38,7 @@ def actions_table(actions: Sequence[ActionRecord], *, width: int | None = None) 
         ]
         for a in actions
     ]
-    return format_table(
-        ["when", "action", "on", "by", "done", "result"], rows, max_width=80, width=width
-    )
+    return format_table(["when", "action", "on", "by", "done", "result"], rows, width=width)
 
 
 def audit_table(
@@ -89,7 +87,6 @@ def _terminations_table(records: Sequence[AuditRecord], width: int | None) -> st
     table = format_table(
         ["when", "provider", "account", "id", "name", "result", "confirmed", "why"],
         rows,
-        max_width=80,
         width=width,
         shrink_first=(7, 4),
     )

@@ -38,7 +38,7 @@ def digest_text(digest: Digest, *, width: int | None = None) -> str:
     out = [report_headline(digest)]
     if digest.spend:
         rows = [
-            [s.provider, s.account, f"{s.per_hour:.3f}", str(s.billing), str(s.unknown_cost)]
+            [s.provider, s.account, money(s.per_hour), str(s.billing), str(s.unknown_cost)]
             for s in digest.spend
         ]
         out += [
@@ -53,8 +53,8 @@ def digest_text(digest: Digest, *, width: int | None = None) -> str:
             [
                 b.provider,
                 b.account,
-                "" if b.balance is None else f"{b.balance:.2f}",
-                "" if b.spend_per_hour is None else f"{b.spend_per_hour:.3f}",
+                "" if b.balance is None else money(b.balance),
+                "" if b.spend_per_hour is None else money(b.spend_per_hour),
                 "" if b.hours_left is None else humanize(timedelta(hours=b.hours_left)),
                 _runway_status(b),
             ]
@@ -97,7 +97,7 @@ def digest_text(digest: Digest, *, width: int | None = None) -> str:
                 r.provider,
                 r.id,
                 r.name,
-                "" if r.per_month is None else f"{r.per_month:.2f}",
+                "" if r.per_month is None else money(r.per_month),
                 utc(r.requested_at),
                 r.reason,
             ]

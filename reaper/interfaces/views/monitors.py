@@ -174,7 +174,7 @@ def monitors_table(
             ]
         )
     headers = ["host", "state", "last ping", "timeout", "grace", "muted until", "kept", "idle"]
-    return format_table(headers, rows, max_width=60)
+    return format_table(headers, rows)
 
 
 def monitor_log_lines(monitor: Monitor, events: Sequence[PingEvent]) -> list[str]:

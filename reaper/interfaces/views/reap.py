@@ -150,7 +150,7 @@ def reap_table(report: ReapReport, *, show_all: bool = False, width: int | None 
                 inst.name,
                 _reap_state(inst),
                 stopped_for,
-                "" if inst.cost_per_hour is None else f"{inst.cost_per_hour:.3f}",
+                "" if inst.cost_per_hour is None else money(inst.cost_per_hour),
                 what,
                 action.reason if action else "",
             ]
@@ -170,7 +170,7 @@ def reap_table(report: ReapReport, *, show_all: bool = False, width: int | None 
     if report.instances or report.errors:
         lines.append(reap_summary(report))
     if rows:
-        lines.append(format_table(headers, rows, max_width=70, width=width, shrink_first=(8, 3, 4)))
+        lines.append(format_table(headers, rows, width=width, shrink_first=(8, 3, 4)))
     elif not report.instances and not report.errors:
         lines.append("no instances")
     if folded:

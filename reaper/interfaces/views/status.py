@@ -193,9 +193,7 @@ def status_lines(data: dict[str, Any], *, width: int | None = None) -> list[str]
             ]
             for item in stopped
         ]
-        lines.append(
-            format_table(["stopped", "name", "since", "deadline"], rows, max_width=90, width=width)
-        )
+        lines.append(format_table(["stopped", "name", "since", "deadline"], rows, width=width))
     if fleet["kept"]:
         rows = [
             [item["instance"], item["name"], _time(item["until"], now, "further notice")]

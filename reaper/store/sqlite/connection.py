@@ -105,6 +105,48 @@ def _run_script(conn: sqlite3.Connection, script: str) -> None:
             conn.execute(statement)
 
 
+def _wal_holds_nothing(path: Path) -> bool:
+    """True when the file alone holds every commit: its WAL is absent or empty (the last
+    connection to close checkpoints and removes it)."""
+    try:
+        return path.with_name(path.name + "-wal").stat().st_size == 0
+    except FileNotFoundError:
+        return True
+
+
+def connect_read_only(path: Path) -> sqlite3.Connection:
+    """A connection that reads `path` and writes nothing, not even beside it.
+
+    Reading a WAL database needs its shared-memory file (`-shm`), which SQLite creates even for
+    a read-only connection: in a directory that takes no writes (read-only, or a full disk) the
+    read-outs (`status`, `audit`, `report`, `monitor list`) would fail on a good file. When the
+    WAL holds nothing, the file is the whole database and no writer can be at work (it would
+    have a WAL), so it is read as immutable: no shared memory, no lock. A WAL with commits in it
+    is never skipped: then the first error stands."""
+    uri = f"{path.resolve().as_uri()}?mode=ro"
+    try:
+        return _probed(uri)
+    except sqlite3.OperationalError as error:
+        if not _wal_holds_nothing(path):
+            raise
+        first = error
+    try:
+        return _probed(f"{uri}&immutable=1")
+    except sqlite3.Error:
+        raise first from None
+
+
+def _probed(uri: str) -> sqlite3.Connection:
+    """A connection that has read the file once (the first read opens the shared memory)."""
+    conn = SQLiteConnection._connect(uri, uri=True)
+    try:
+        conn.execute("PRAGMA user_version").fetchone()
+    except BaseException:
+        conn.close()
+        raise
+    return conn
+
+
 class SQLiteConnection:
     """One SQLite file: the connection, its lock and its transactions, under every port's
     methods."""
@@ -194,7 +236,7 @@ class SQLiteConnection:
         it holds without writing to it.
         """
         if path.is_file():
-            conn = self._connect(f"{path.resolve().as_uri()}?mode=ro", uri=True)
+            conn = connect_read_only(path)
             try:
                 version = self._schema_version(conn)
                 if version == SCHEMA_VERSION:
