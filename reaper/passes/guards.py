@@ -249,7 +249,7 @@ async def guard_pass(ctx: Context, seen: Observation, fleet: list[Instance]) -> 
         result="done",
         dry_run=ctx.dry_run,
         leaks=len(report.findings),
-        alerted=len(report.alerted),
+        **{ctx.effects.alerted: len(report.alerted)},
         warnings=len(report.warnings),
     )
     return report

@@ -145,7 +145,7 @@ def _record_warning(
         provider=inst.provider,
         id=inst.id,
         name=inst.name,
-        result="sent" if warning.heard else "logged",
+        result=run.ctx.effects.sent if warning.heard else "logged",
         due=warning.terminate_at,
     )
     live = run.ctx.effects.live
