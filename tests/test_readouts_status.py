@@ -23,9 +23,13 @@ def _fleet(w: World) -> None:
     w.vast.add_instance(7001, label="bid-sweep", actual_status="stopped")
 
 
+# A channel that reaches a person: deadlines bring terminations (with none, they bring holds).
+PHONE = {"NTFY_URL": "http://127.0.0.1:9/phone"}
+
+
 def _status(w: World) -> tuple[str, dict]:  # type: ignore[type-arg]
-    text = cli(w, "status")
-    data = cli(w, "status", "--json")
+    text = cli(w, "status", extra_env=PHONE)
+    data = cli(w, "status", "--json", extra_env=PHONE)
     assert text.returncode == 0 and data.returncode == 0, text.stderr + data.stderr
     return text.stdout, json.loads(data.stdout)
 

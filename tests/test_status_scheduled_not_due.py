@@ -12,6 +12,8 @@ from emulators.clock import FakeClock
 from tests.reap_support import cli, world
 
 DUE_WORD = re.compile(r"\bdue\b")
+# A channel that reaches a person: deadlines bring terminations (with none, they bring holds).
+PHONE = {"NTFY_URL": "http://127.0.0.1:9/phone"}
 
 
 def test_reap_says_none_due_and_status_says_scheduled(tmp_path: Path) -> None:
@@ -20,8 +22,8 @@ def test_reap_says_none_due_and_status_says_scheduled(tmp_path: Path) -> None:
             w.runpod.add_pod(f"p{n}", name=f"sweep-{n}", status="EXITED", volume_gb=10)
         w.run()
         w.set_clock(FakeClock(datetime.now(UTC)))  # the CLI's clock from here on
-        reap = cli(w, "reap", "--dry-run")
-        status = cli(w, "status")
+        reap = cli(w, "reap", "--dry-run", extra_env=PHONE)
+        status = cli(w, "status", extra_env=PHONE)
     assert reap.returncode == 0 and status.returncode == 0, reap.stderr + status.stderr
     assert " 0 due," in reap.stdout, reap.stdout
     summary = status.stdout.splitlines()[0]
@@ -34,7 +36,7 @@ def test_a_deadline_already_past_is_counted_apart(tmp_path: Path) -> None:
     with world(tmp_path) as w:
         w.runpod.add_pod("p0", name="sweep-old", status="EXITED", volume_gb=10)
         w.run()
-        status = cli(w, "status")
+        status = cli(w, "status", extra_env=PHONE)
     summary = status.stdout.splitlines()[0]
     assert "stopped 1 (0 scheduled, 1 past their deadline, 0 protected)" in summary, summary
     assert not DUE_WORD.search(status.stdout), status.stdout

@@ -142,7 +142,8 @@ def _stopped(name: str = "job", **extra: object) -> Instance:
 
 
 def test_the_outlook_is_the_policy_s_answer_with_its_time() -> None:
-    settings = settings_of(stopped_ttl=30 * HOUR)
+    # A channel that reaches a person: deadlines bring terminations (with none, holds).
+    settings = settings_of(stopped_ttl=30 * HOUR, ntfy_url="http://127.0.0.1:9/phone")
     now = START
     since = now - 2 * HOUR
     fresh = _stopped("fresh")

@@ -64,11 +64,42 @@ CLUSTER_REASON = (
 )
 
 
+def held_for_channel(settings: Settings) -> bool:
+    """No channel reaches a person and REAPER_REQUIRE_CHANNEL holds: a warning goes only to
+    the log and licenses nothing, so no termination can follow until a channel is set (in
+    enforce mode; observe mode terminates nothing anyway)."""
+    return settings.mode == "enforce" and settings.require_channel and not settings.human_channel
+
+
 def no_channel_reason(settings: Settings) -> str:
     """Why a due instance waits, and how to fix it (the channels' variables, as configured)."""
     return (
         f"{NO_CHANNEL_REASON} (set {settings.channel_hint}), or set REAPER_REQUIRE_CHANNEL=false"
         " to accept a warning written only to the log"
+    )
+
+
+def held_reason(due_at: datetime, settings: Settings) -> str:
+    """What comes at the deadline while `held_for_channel`: a hold, from the stretch's own
+    deadline (a warning written only to the log announces nothing that counts)."""
+    return f"due {utc(due_at)}, but held: {no_channel_reason(settings)}"
+
+
+def no_channel_note(settings: Settings) -> str:
+    """What a pass says, in its output and its log, while no channel reaches a person ("" once
+    one does): where its warnings go, and whether anything can be terminated."""
+    if settings.human_channel:
+        return ""
+    if held_for_channel(settings):
+        return (
+            "no alert channel reaches a person: warnings go only to the log, and nothing will be"
+            f" terminated until one is set (set {settings.channel_hint}; or set"
+            " REAPER_REQUIRE_CHANNEL=false to accept a warning written only to the log)"
+        )
+    accepted = "" if settings.require_channel else " (REAPER_REQUIRE_CHANNEL=false accepts them)"
+    return (
+        f"no alert channel reaches a person (set {settings.channel_hint}): warnings go only to"
+        f" the log{accepted}"
     )
 
 
@@ -260,8 +291,16 @@ def _unlicensed(
     # gives the full notice. The pass computes the deadline it announces again right before
     # sending (`license.announced_deadline`); this is the one it expects.
     terminate_at = max(due_at, now + settings.warn_before)
-    verb = "would be terminated" if settings.mode == "observe" else "will be terminated"
     anew = "" if void.kind == "none" else f" ({void.why}: warned anew)"
+    if held_for_channel(settings):
+        # This warning reaches only the log and licenses nothing: no promise of a termination.
+        return Decision(
+            instance=inst,
+            action="warn",
+            reason=f"stopped for {stopped_for}; {held_reason(due_at, settings)}{anew}",
+            due_at=due_at,
+        )
+    verb = "would be terminated" if settings.mode == "observe" else "will be terminated"
     # A channel that reaches a person is configured, but the last warning reached nobody (a
     # revoked token): warned again every pass, so that a channel that recovers warns at once;
     # past the deadline that is the no-channel exemption.
@@ -452,11 +491,13 @@ def outlook(
             continue
         decision = decided.get(inst.key)
         if decision is not None:
-            at = None if decision.action in ("protect", "hold") else decision.due_at
+            # A warning that can reach only the log promises nothing: held, as it will be.
+            held = decision.action == "warn" and held_for_channel(settings)
+            at = None if held or decision.action in ("protect", "hold") else decision.due_at
             found.append(
                 Outlook(
                     instance=inst,
-                    kind=decision.action,
+                    kind="hold" if held else decision.action,
                     terminate_at=at,
                     reason=decision.reason,
                     exempt=decision.exempt,
@@ -476,6 +517,10 @@ def outlook(
         else:
             at = max(due_at, now + settings.warn_before)
             reason = f"a warning goes out {humanize(settings.warn_before)} before"
+            if held_for_channel(settings):
+                reason = held_reason(due_at, settings)
+                found.append(Outlook(instance=inst, kind="hold", terminate_at=None, reason=reason))
+                continue
         if settings.mode == "observe":
             reason = f"observe mode: would be terminated; {reason}"
         found.append(Outlook(instance=inst, kind="scheduled", terminate_at=at, reason=reason))

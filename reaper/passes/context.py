@@ -35,6 +35,10 @@ class Effects:
     """Acting for real: the store as it is, alerts through the notifier, deletes sent."""
 
     live = True
+    # The log's words for what the pass did with an alert: a dry run's log says what it would
+    # have done, so nobody reads "sent" for a message that never left.
+    sent = "sent"
+    alerted = "alerted"
 
     def __init__(self, store: Store, notifier: Notifier) -> None:
         self.store = store
@@ -60,6 +64,8 @@ class DryRunEffects(Effects):
     for real; the results say `done: false`."""
 
     live = False
+    sent = "dry_run"
+    alerted = "would_alert"
 
     def __init__(self, store: Store) -> None:
         self.recorded: list[str] = []

@@ -30,7 +30,16 @@ from reaper.core.leaks import (
     undetermined_keys,
     with_spend,
 )
-from reaper.core.models import Alert, Balance, BilledDay, Episode, Instance, Volume
+from reaper.core.models import (
+    Alert,
+    Balance,
+    BilledDay,
+    Episode,
+    Instance,
+    Volume,
+    instance_key,
+)
+from reaper.core.policy import protection_reason
 from reaper.core.runway import runway_hours, runway_key, runway_short
 from reaper.passes.context import Context
 from reaper.passes.observe import Observation, read_extras
@@ -249,10 +258,22 @@ async def guard_pass(ctx: Context, seen: Observation, fleet: list[Instance]) -> 
         result="done",
         dry_run=ctx.dry_run,
         leaks=len(report.findings),
-        alerted=len(report.alerted),
+        **{ctx.effects.alerted: len(report.alerted)},
         warnings=len(report.warnings),
     )
     return report
+
+
+def _protected(ctx: Context, fleet: list[Instance], now: datetime) -> dict[str, str]:
+    """Why each protected instance of the fleet is protected (the marker, the lock, a keep):
+    a leak alert about one must not promise what its protection forbids."""
+    history = ctx.store.history()
+    marker = ctx.settings.protect_marker
+    return {
+        inst.key: why
+        for inst in fleet
+        if (why := protection_reason(inst, history, now, marker)) is not None
+    }
 
 
 async def _run(run: _GuardPass, seen: Observation, fleet: list[Instance]) -> None:
@@ -281,7 +302,9 @@ async def _run(run: _GuardPass, seen: Observation, fleet: list[Instance]) -> Non
     report.findings = detect(fleet, report.volumes, report.at, ctx.settings)
     keep = undetermined_keys(fleet, report.volumes)
     episodes = run.reconcile(report.findings, closable, keep)
-    for finding in due(report.findings, episodes, report.at):
+    alerting = due(report.findings, episodes, report.at)
+    protected = _protected(ctx, fleet, report.at) if alerting else {}
+    for finding in alerting:
         episode = episodes.get(finding.key)
         since = episode.opened_at if episode else report.at
         alert = messages.leak_alert(
@@ -290,6 +313,7 @@ async def _run(run: _GuardPass, seen: Observation, fleet: list[Instance]) -> Non
             report.at,
             label=label(finding.provider),
             max_runtime=ctx.settings.max_runtime,
+            protected=protected.get(instance_key(finding.provider, finding.id)),
         )
         await run.send(finding.key, alert, finding.detail)
         log.event(

@@ -41,8 +41,11 @@ def leak_alert(
     *,
     label: str,
     max_runtime: timedelta | None = None,
+    protected: str | None = None,
 ) -> Alert:
-    """The words for one leak: title = what, body = what to do. `label`: the provider's name."""
+    """The words for one leak: title = what, body = what to do. `label`: the provider's name;
+    `protected`: why the instance is protected (the policy's words), if it is — its alert then
+    says so and promises no reaping."""
     held = humanize(now - since)
     bills = leak_bills(finding.cost_per_hour)
     who = finding.subject
@@ -54,6 +57,17 @@ def leak_alert(
         body = (
             f"Nothing reaps a frozen instance: destroy it in the {provider} console if its job is"
             " over."
+        )
+    elif finding.kind == "stuck" and protected:
+        title = (
+            f"{who} stuck for {held}: {finding.stalled}"
+            if finding.stalled
+            else f"{who} stuck in {finding.raw_status or 'an unreadable state'} for {held}"
+        )
+        body = (
+            f"It bills {bills} and is protected ({protected}): the reaper never terminates it."
+            f" Check it in the {provider} console; it stays until you destroy it there or lift"
+            " its protection."
         )
     elif finding.kind == "stuck" and finding.stalled:
         title = f"{who} stuck for {held}: {finding.stalled}"

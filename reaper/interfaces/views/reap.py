@@ -42,6 +42,7 @@ def reap_json(report: ReapReport) -> dict[str, Any]:
         "lease_lost": report.lease_lost,
         "clock_behind": report.clock_behind,
         "no_channel": report.no_channel,
+        "no_channel_note": report.no_channel_note,
         "reconciled": report.reconciled,
         "exit_code": report.exit_code,
         "guards": guards_json(report.guards) if report.guards else None,
@@ -82,7 +83,7 @@ def guards_json(report: GuardReport) -> dict[str, Any]:
     }
 
 
-def _action_label(action: ActionResult, dry_run: bool) -> str:
+def _action_label(action: ActionResult, dry_run: bool, no_channel: bool) -> str:
     if dry_run:
         return (
             f"{action.action} (dry run)"
@@ -95,6 +96,8 @@ def _action_label(action: ActionResult, dry_run: bool) -> str:
         return "terminate (unconfirmed)" if action.done else "terminate (not done)"
     if action.action == "warn" and not action.done:
         return "warn (not sent)"
+    if action.action == "warn" and no_channel:
+        return "warn (log only)"
     return action.action
 
 
@@ -118,9 +121,10 @@ def reap_summary(report: ReapReport) -> str:
         parts.append(f"{states['unknown']} unreadable")
     due = actions["terminate"] + actions["hold"]
     failed = f"; did not answer: {did_not_answer(report.errors)}" if report.errors else ""
+    log_only = " (log only)" if report.no_channel and actions["warn"] else ""
     return (
         f"{len(live)} instances, billing {money(billing)}/h now: {', '.join(parts)};"
-        f" {due} due, {actions['warn']} warned, {actions['protect']} protected{failed}"
+        f" {due} due, {actions['warn']} warned{log_only}, {actions['protect']} protected{failed}"
     )
 
 
@@ -141,7 +145,7 @@ def reap_table(report: ReapReport, *, show_all: bool = False, width: int | None 
             folded += 1
             continue
         stopped_for = humanize(report.at - inst.stopped_since) if inst.stopped_since else ""
-        what = _action_label(action, report.dry_run) if action else ""
+        what = _action_label(action, report.dry_run, report.no_channel) if action else ""
         rows.append(
             [
                 inst.provider,
@@ -186,4 +190,7 @@ def reap_table(report: ReapReport, *, show_all: bool = False, width: int | None 
     if exempt:
         named = ", ".join(f"{a.provider}:{a.id} ({a.exempt})" for a in exempt)
         lines.append(f"needs you: past the deadline and not reaped: {named}")
+    if report.no_channel_note and any(a.action in ("warn", "hold") for a in report.actions):
+        # Whatever this pass warned or held: what follows from a warning nobody can read.
+        lines.append(report.no_channel_note)
     return "\n".join(lines)

@@ -10,7 +10,12 @@ from typing import Any
 
 from reaper.core.license import License, license_for
 from reaper.core.models import ActionRecord, History, Instance, Listing, Monitor, ReapRun
-from reaper.core.policy import protection_reason
+from reaper.core.policy import (
+    held_for_channel,
+    no_channel_note,
+    no_channel_reason,
+    protection_reason,
+)
 from reaper.core.units import ago, humanize, iso, money, parse_time, readable_times, utc, when
 from reaper.interfaces.readmodel import FleetView, read_view, saved_per_month
 from reaper.interfaces.table import format_table
@@ -44,6 +49,7 @@ def status_json(
             for m in monitors
         ],
         "reaping": bool(settings.accounts),
+        "no_channel_note": no_channel_note(settings),
         "last_reap": None if last is None else json.loads(last.model_dump_json()),
         "fleet": fleet_json(history, settings, now, listings),
         "actions": [action_json(a) for a in actions],
@@ -90,6 +96,9 @@ def _stopped_json(
     warning = licensed.warning if isinstance(licensed, License) else None
     deadline = licensed.deadline if isinstance(licensed, License) else since + settings.stopped_ttl
     due_at = None if protected else deadline
+    # Without a license and with no channel that reaches a person, the deadline brings a hold,
+    # not a termination: said instead of "scheduled".
+    held = warning is None and not protected and held_for_channel(settings)
     return {
         "instance": key,
         "name": inst.name if inst else "",
@@ -98,6 +107,7 @@ def _stopped_json(
         "overdue": due_at is not None and due_at <= now,
         "protected": protected,
         "warned_at": iso(warning.at) if warning else None,
+        "held": no_channel_reason(settings) if held else None,
         "cost_per_hour": inst.cost_per_hour if inst else None,
     }
 
@@ -136,6 +146,8 @@ def _stopped_status(item: dict[str, Any], now: datetime) -> str:
     due = parse_time(item["due_at"])
     if due is None:
         return ""
+    if item.get("held"):
+        return f"held from {utc(due)} ({ago(due, now)}): {item['held']}"
     if item["overdue"]:
         return f"past its deadline ({utc(due)}, {ago(due, now)}): the next reap pass acts"
     warned = f"; warned {utc(w)}" if (w := parse_time(item["warned_at"])) else ""
@@ -145,9 +157,14 @@ def _stopped_status(item: dict[str, Any], now: datetime) -> str:
 def _deadlines(stopped: list[dict[str, Any]]) -> str:
     """ "Due" is what `reaper reap` acts on in this pass; between passes an instance with a
     deadline ahead is "scheduled", and one past it waits for the next pass."""
-    scheduled = sum(1 for s in stopped if s["due_at"] and not s["overdue"])
-    past = sum(1 for s in stopped if s["overdue"])
-    return f"{scheduled} scheduled" + (f", {past} past their deadline" if past else "")
+    scheduled = sum(1 for s in stopped if s["due_at"] and not s["overdue"] and not s.get("held"))
+    past = sum(1 for s in stopped if s["overdue"] and not s.get("held"))
+    held = sum(1 for s in stopped if s.get("held"))
+    return (
+        f"{scheduled} scheduled"
+        + (f", {past} past their deadline" if past else "")
+        + (f", {held} held: no channel reaches a person" if held else "")
+    )
 
 
 def status_lines(data: dict[str, Any], *, width: int | None = None) -> list[str]:
@@ -161,6 +178,8 @@ def status_lines(data: dict[str, Any], *, width: int | None = None) -> list[str]
         f" {c['retired']} retired; stopped {len(stopped)} ({_deadlines(stopped)},"
         f" {protected} protected), kept {len(fleet['kept'])}"
     ]
+    if data.get("no_channel_note") and data["reaping"]:
+        lines.append(data["no_channel_note"])
     for item in data.get("needs_you", []):
         rate = (
             "cost unknown" if item["cost_per_hour"] is None else f"{money(item['cost_per_hour'])}/h"

@@ -12,7 +12,7 @@ from datetime import datetime, timedelta
 
 from reaper.core.models import Instance
 from reaper.core.monitors import down_after, muted
-from reaper.core.policy import Outlook
+from reaper.core.policy import Outlook, no_channel_note
 from reaper.core.snapshot import daily_spend
 from reaper.core.units import HOURS_PER_MONTH, humanize, money, utc
 from reaper.interfaces.readmodel import FleetView, Watchdog, listed_instance, saved_per_month
@@ -78,10 +78,12 @@ def _header(view: FleetView, settings: Settings, csrf: str) -> str:
             f'<p class="error">This data is {esc(humanize(view.now - listed))} old: '
             "the reap passes have not listed the providers since.</p>"
         )
+    note = no_channel_note(settings) if settings.accounts else ""
+    unheard = f'<p class="error" id="no-channel">{esc(note)}</p>' if note else ""
     return (
         '<header class="top"><h1>reaper</h1>'
         + post_button("/logout", "Sign out", {"csrf": csrf})
-        + f'</header><p class="small dim" id="age">{age}{reap}{mode}</p>{stale}'
+        + f'</header><p class="small dim" id="age">{age}{reap}{mode}</p>{stale}{unheard}'
     )
 
 

@@ -78,8 +78,10 @@ class ReapReport:
     # it decided nothing. `clock_problem` says which, in a line.
     clock_behind: bool = False
     clock_problem: str = ""
-    # No channel reaches a person: warnings went only to the log.
+    # No channel reaches a person: warnings went only to the log; `no_channel_note` says so
+    # in a line, and whether anything can be terminated meanwhile ("" when one does).
     no_channel: bool = False
+    no_channel_note: str = ""
     # Audit records left unconfirmed by an earlier pass, confirmed by this pass's listing.
     reconciled: list[str] = field(default_factory=list)
     # The money guards' findings (leaks, balances) of this pass; None when they did not run.

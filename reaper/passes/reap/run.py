@@ -22,7 +22,7 @@ from reaper.channels.base import Notifier
 from reaper.clock import Clock
 from reaper.core import messages
 from reaper.core.models import Decision, History, Listing, Plan, ReapRun, instance_key
-from reaper.core.policy import decide
+from reaper.core.policy import decide, no_channel_note
 from reaper.core.witness import trustworthy_absence
 from reaper.passes.context import Context
 from reaper.passes.deadline import PassDeadline, pass_seconds
@@ -191,18 +191,10 @@ async def _unknown_settings(run: PassState) -> None:
 async def _run(run: PassState, max_terminations: int | None) -> None:
     settings, store, report, now = run.settings, run.store, run.report, run.started
     report.no_channel = not settings.human_channel
+    report.no_channel_note = no_channel_note(settings)
     if report.no_channel:
         # Every pass says so: a warning nobody can read is no notice.
-        log.event(
-            "no_alert_channel",
-            message=f"no alert channel reaches a person (set {settings.channel_hint}): "
-            "warnings go only to this log"
-            + (
-                " and due terminations are held (REAPER_REQUIRE_CHANNEL=true)"
-                if settings.require_channel
-                else ""
-            ),
-        )
+        log.event("no_alert_channel", message=report.no_channel_note)
     await _unknown_settings(run)
     await announce_pending(run)
     await list_all(run)

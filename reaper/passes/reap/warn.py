@@ -145,7 +145,7 @@ def _record_warning(
         provider=inst.provider,
         id=inst.id,
         name=inst.name,
-        result="sent" if warning.heard else "logged",
+        result=run.ctx.effects.sent if warning.heard else "logged",
         due=warning.terminate_at,
     )
     live = run.ctx.effects.live
@@ -155,10 +155,13 @@ def _record_warning(
     # A channel that reaches a person is configured and failed: the warning licenses nothing
     # (REAPER_REQUIRE_CHANNEL=true) and is not done — the pass exits 1 while that lasts.
     failed = run.settings.require_channel and run.settings.human_channel
+    # With no channel configured the decision's reason already says what follows (held, or
+    # accepted by REAPER_REQUIRE_CHANNEL=false).
+    why = f": {no_channel_reason(run.settings)}" if run.settings.human_channel else ""
     return result_of(
         decision,
         done=live and not failed,
-        reason=f"{decision.reason} (written to the log only: {no_channel_reason(run.settings)})",
+        reason=f"{decision.reason} (written to the log only{why})",
     )
 
 
