@@ -34,6 +34,10 @@ def test_a_broken_channel_is_an_exemption_until_it_recovers(tmp_path: Path) -> N
         w.advance(23)
         warned = w.run(notifier=notifier)
         assert action_of(warned, pod) == "warn" and warned.exit_code == 1, "reached nobody"
+        [reason] = [a.reason for a in warned.actions if a.id == pod]
+        # The channel is configured and failed: said as such, never "no channel is configured".
+        assert "no configured channel took it" in reason, reason
+        assert "not configured" not in reason and "is configured" not in reason, reason
         for _ in range(3):
             w.advance(1)
             report = w.run(notifier=notifier)

@@ -19,7 +19,6 @@ from reaper.core.models import (
     Instance,
     WarningRecord,
 )
-from reaper.core.policy import no_channel_reason
 from reaper.core.units import iso
 from reaper.passes.reap.report import ActionResult, result_of
 from reaper.passes.reap.state import PassState
@@ -157,7 +156,12 @@ def _record_warning(
     failed = run.settings.require_channel and run.settings.human_channel
     # With no channel configured the decision's reason already says what follows (held, or
     # accepted by REAPER_REQUIRE_CHANNEL=false).
-    why = f": {no_channel_reason(run.settings)}" if run.settings.human_channel else ""
+    why = (
+        ": no configured channel took it (the log says why); nothing is terminated until a"
+        " warning reaches a person"
+        if failed
+        else ""
+    )
     return result_of(
         decision,
         done=live and not failed,
