@@ -13,7 +13,7 @@ from reaper.core.models import AuditRecord, Instance, Listing
 from reaper.core.terminated import Terminated, already_terminated
 from reaper.core.units import utc
 from tests.phone_support import Phone, link_path, phone
-from tests.reap_support import action_of
+from tests.reap_support import action_of, cli, world
 from tests.web_support import csrf_of, fleet, page_of
 
 T0 = datetime(2026, 12, 5, 18, 0, tzinfo=UTC)
@@ -161,3 +161,30 @@ def test_what_makes_an_instance_already_terminated() -> None:
     assert (
         already_terminated("runpod:p1", [_confirmed(T0)], [listing(T0 + hour, "stopped")]) is None
     )
+
+
+def test_reaper_keep_of_an_instance_terminated_since_the_last_listing_is_refused(
+    tmp_path: Path,
+) -> None:
+    """The last listing still shows the pod (it was taken before the DELETE), but its
+    termination is confirmed: `reaper keep` refuses, exit 2, one line, nothing stored; `--force`
+    keeps it anyway, as for an id the listing does not show."""
+    with world(tmp_path) as w:
+        pod = w.runpod.add_pod(status="EXITED", name="trainer-7")
+        w.runpod.add_pod(status="RUNNING", name="witness")
+        w.run()
+        w.advance(23)
+        w.run()
+        w.advance(1)
+        report = w.run()
+        assert action_of(report, pod) == "terminate"
+        refused = cli(w, "keep", f"runpod:{pod}")
+        assert refused.returncode == 2, refused.stdout + refused.stderr
+        [line] = refused.stderr.strip().splitlines()
+        assert f"runpod:{pod} was already terminated at" in line and "nothing to keep" in line
+        store = w.store(read_only=True)
+        try:
+            assert store.history().kept == {}
+        finally:
+            store.close()
+        assert cli(w, "keep", f"runpod:{pod}", "--force").returncode == 0

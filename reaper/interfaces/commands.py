@@ -107,6 +107,15 @@ def keep_command(
         seen = next((i for i in listed if i.key == key), None)
         if seen is None and not force:
             raise _not_listed(key, listed, listed_at)
+        gone = keeping.terminated_among(store, [key]).get(key)
+        if gone is not None and not force:
+            # The last listing still shows it, but the reaper terminated it since: a keep of it
+            # would spare nothing (the phone's and the page's keeps refuse it the same way).
+            how = "confirmed gone" if gone.confirmed else "listed as terminated"
+            raise ConfigError(
+                "<provider>:<id>",
+                f"{key} was already terminated at {utc(gone.at)} ({how}); nothing to keep",
+            )
         keeping.keep(
             store, key, now=now, until=until, by=keeping.command_line_user(), via="command line"
         )
