@@ -30,7 +30,7 @@ def web() -> Iterator[httpx.Client]:
 def test_a_hundred_concurrent_keep_alive_connections_are_served() -> None:
     with VastEmulator({"main": VAST_KEY}) as server:
         server.add_instance()
-        server.set_latency(0.05)
+        server.set_latency(0.2)
         # Every worker is up before the first call, so that all 100 connections overlap.
         ready = threading.Barrier(100)
 
@@ -54,8 +54,9 @@ def test_a_hundred_concurrent_keep_alive_connections_are_served() -> None:
         accounts = {r.account for r in server.requests}
     assert results == [[200, 200, 200]] * 100
     assert accounts == {"main"}
-    # Served concurrently (a serial server would never have two calls in flight).
-    assert peak >= 50
+    # Served concurrently: a serial server never has two calls in flight. Each call takes 0.2 s
+    # and all 100 start together, so even a loaded machine has far more than 10 in flight.
+    assert peak >= 10
 
 
 def test_keep_alive_reuses_one_connection() -> None:

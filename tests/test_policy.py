@@ -11,10 +11,19 @@ from reaper.core.license import announced_deadline
 from reaper.core.models import History, Instance, KeptInstance, WarningRecord
 from reaper.core.policy import decide
 from reaper.settings.model import Settings
+from tests.settings_support import settings as settings_of
 
 NOW = datetime(2026, 6, 1, 12, 0, tzinfo=UTC)
 H = timedelta(hours=1)
-SETTINGS = Settings(stopped_ttl=24 * H, warn_before=H, max_terminations=10)
+# A channel that reaches a person: without one a warning licenses nothing and the policy holds
+# (tests/test_no_channel_promises_no_termination.py).
+SETTINGS = settings_of(
+    stopped_ttl=24 * H,
+    warn_before=H,
+    max_terminations=10,
+    telegram_bot_token="1:abc",
+    telegram_chat_id="42",
+)
 
 
 def pod(id_: str = "p1", state: str = "stopped", **kw: object) -> Instance:

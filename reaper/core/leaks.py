@@ -307,8 +307,8 @@ def with_spend(
     failed_accounts: Collection[tuple[str, str]] = (),
 ) -> list[Balance]:
     """Each balance with its account's burn rate as the spend table counts it (`account_spend`:
-    running instances and storage alike), whatever rate the provider reports of its own
-    (RunPod's counts running pods only): the runway and the table never disagree. An account
+    running instances and storage alike), whatever rate the provider reports of its own (one
+    provider's counts running instances only): the runway and the table never disagree. An account
     whose listing failed keeps the provider's own figure, or None: an empty list there is not
     "nothing bills"."""
     spend = account_spend(fleet)
