@@ -6,11 +6,12 @@ from __future__ import annotations
 import os
 import queue
 import re
+import socket
 import subprocess
 import sys
 import threading
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
@@ -84,3 +85,24 @@ def reaper_serve(tmp_path: Path, **env: str) -> Iterator[Process]:
         if proc.poll() is None:
             proc.kill()
             proc.wait()
+
+
+def closed_by_server(sock: socket.socket) -> bool:
+    """Whether the server closed this client socket (reads end or fail), without waiting."""
+    sock.settimeout(0.01)
+    try:
+        return sock.recv(1) == b""
+    except TimeoutError:
+        return False
+    except OSError:
+        return True
+
+
+def wait_until(condition: Callable[[], bool], seconds: float) -> bool:
+    """Poll `condition` until it holds or `seconds` pass; whether it held."""
+    deadline = time.monotonic() + seconds
+    while time.monotonic() < deadline:
+        if condition():
+            return True
+        time.sleep(0.05)
+    return False

@@ -188,3 +188,18 @@ def test_reaper_keep_of_an_instance_terminated_since_the_last_listing_is_refused
         finally:
             store.close()
         assert cli(w, "keep", f"runpod:{pod}", "--force").returncode == 0
+
+
+def test_terminate_now_of_an_instance_already_terminated_says_when(tmp_path: Path) -> None:
+    """Not "not listed any more (gone already?)": the store knows it terminated it, and when."""
+    with phone(tmp_path, telegram=False, ntfy=True) as p:
+        assert p.ntfy is not None
+        pod = p.w.runpod.add_pod(status="EXITED", name="l40s-render")
+        p.w.runpod.add_pod(status="RUNNING", name="witness")
+        asked = _terminated(p, pod)
+        [published] = [x for x in p.ntfy.published if "will be terminated" in x.payload["title"]]
+        [terminate] = [a for a in published.actions if a["label"].startswith("Terminate")]
+        with p.served() as app:
+            answer = app.http.post(link_path(terminate["url"]))
+        assert f"already terminated at {utc(asked)}" in answer.text, answer.text
+        assert "gone already?" not in answer.text

@@ -20,6 +20,7 @@ from reaper.interfaces.connections import ConnectionGuard
 from reaper.interfaces.serve import RunningServer, build_asgi, serving
 from reaper.store.sqlite import SQLiteStore
 from tests.heartbeat_support import KEY, WIDE, make_settings
+from tests.serve_support import closed_by_server, wait_until
 
 FLOOD = 300
 CAP = 100
@@ -46,25 +47,6 @@ def _flood(port: int) -> list[socket.socket]:
     return sockets
 
 
-def _closed_by_server(sock: socket.socket) -> bool:
-    sock.settimeout(0.01)
-    try:
-        return sock.recv(1) == b""
-    except TimeoutError:
-        return False
-    except OSError:
-        return True
-
-
-def _wait_for(condition: object, seconds: float) -> bool:
-    deadline = time.monotonic() + seconds
-    while time.monotonic() < deadline:
-        if condition():  # type: ignore[operator]
-            return True
-        time.sleep(0.05)
-    return False
-
-
 def test_a_half_open_flood_never_stops_healthz_or_pings(
     guarded: tuple[RunningServer, ConnectionGuard],
 ) -> None:
@@ -72,7 +54,7 @@ def test_a_half_open_flood_never_stops_healthz_or_pings(
     sockets = _flood(running.port)
     try:
         # every one taken by the server: the cap held, the oldest half-open ones made room
-        assert _wait_for(lambda: guard.closed_over_cap >= FLOOD - CAP, 10), guard.closed_over_cap
+        assert wait_until(lambda: guard.closed_over_cap >= FLOOD - CAP, 10), guard.closed_over_cap
         assert len(guard) <= CAP
         with httpx.Client(base_url=running.url, timeout=5) as client:
             started = time.monotonic()
@@ -80,9 +62,9 @@ def test_a_half_open_flood_never_stops_healthz_or_pings(
             assert client.post(f"/ping/{KEY}/runpod-real", content=b"alive").text == "OK\n"
             assert time.monotonic() - started < 5
         # and the head timeout closes the rest
-        assert _wait_for(lambda: all(_closed_by_server(s) for s in sockets), HEAD_TIMEOUT + 10)
+        assert wait_until(lambda: all(closed_by_server(s) for s in sockets), HEAD_TIMEOUT + 10)
         assert guard.closed_slow >= 1
-        assert _wait_for(lambda: len(guard) == 0, 5)
+        assert wait_until(lambda: len(guard) == 0, 5)
     finally:
         for sock in sockets:
             sock.close()

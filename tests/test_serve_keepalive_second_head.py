@@ -7,8 +7,7 @@ The guard's timeout and cap are shortened here (1 s, 20 connections)."""
 from __future__ import annotations
 
 import socket
-import time
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from pathlib import Path
 
 import httpx
@@ -20,6 +19,7 @@ from reaper.interfaces.connections import ConnectionGuard
 from reaper.interfaces.serve import RunningServer, build_asgi, serving
 from reaper.store.sqlite import SQLiteStore
 from tests.heartbeat_support import WIDE, make_settings
+from tests.serve_support import closed_by_server, wait_until
 
 HEAD_TIMEOUT = 1.0
 CAP = 20
@@ -62,25 +62,6 @@ def _answered_then_half_a_head(port: int) -> socket.socket:
     return sock
 
 
-def _closed_by_server(sock: socket.socket) -> bool:
-    sock.settimeout(0.01)
-    try:
-        return sock.recv(1) == b""
-    except TimeoutError:
-        return False
-    except OSError:
-        return True
-
-
-def _wait_for(condition: Callable[[], bool], seconds: float) -> bool:
-    deadline = time.monotonic() + seconds
-    while time.monotonic() < deadline:
-        if condition():
-            return True
-        time.sleep(0.05)
-    return False
-
-
 def test_a_trickled_second_head_is_closed_after_the_head_timeout(
     guarded: tuple[RunningServer, ConnectionGuard],
 ) -> None:
@@ -89,9 +70,9 @@ def test_a_trickled_second_head_is_closed_after_the_head_timeout(
     try:
         for _ in range(3):  # a byte now and then: uvicorn's keep-alive timer stays off
             sock.sendall(b"x")
-            if _closed_by_server(sock):
+            if closed_by_server(sock):
                 break
-        assert _wait_for(lambda: _closed_by_server(sock), HEAD_TIMEOUT + 10)
+        assert wait_until(lambda: closed_by_server(sock), HEAD_TIMEOUT + 10)
         assert guard.closed_slow >= 1
     finally:
         sock.close()
@@ -103,7 +84,7 @@ def test_past_the_cap_a_trickled_second_head_makes_room_for_a_ping(
     running, guard = guarded
     sockets = [_answered_then_half_a_head(running.port) for _ in range(CAP)]
     try:
-        assert _wait_for(lambda: len(guard) == CAP, 5), len(guard)
+        assert wait_until(lambda: len(guard) == CAP, 5), len(guard)
         with httpx.Client(base_url=running.url, timeout=5) as client:
             assert client.get("/healthz").status_code == 200
         assert guard.closed_over_cap >= 1, "a newcomer was refused, not a trickling one closed"

@@ -9,6 +9,8 @@ import dataclasses
 from reaper import log
 from reaper.core.models import Decision, Instance
 from reaper.core.policy import decide
+from reaper.core.terminated import already_terminated
+from reaper.core.units import utc
 from reaper.passes.context import Context
 from reaper.passes.reap.gate import pass_history
 from reaper.passes.reap.report import ActOptions, ConfirmOptions, ReapReport, RequestOutcome
@@ -107,6 +109,9 @@ async def _request(run: PassState, key: str) -> RequestOutcome:
     if not listed:
         if run.seen.errors:
             return RequestOutcome("later", f"the listing failed ({run.seen.errors[0].message})")
+        gone = already_terminated(key, run.store.audit_log(), run.store.listings())
+        if gone is not None:
+            return RequestOutcome("refused", f"it was already terminated at {utc(gone.at)}")
         return RequestOutcome("refused", "it is not listed any more (gone already?)")
     history = pass_history(run.store, run.started)
     plan = decide(listed, history, run.started, run.settings)
