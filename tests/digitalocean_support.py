@@ -16,15 +16,14 @@ from emulators.channels import RecordingNotifier
 from emulators.clock import FakeClock
 from emulators.digitalocean import DigitalOceanEmulator
 from emulators.server import EmulatorServer
-from reaper.app.wiring import make_clients
 from reaper.channels.base import Notifier
-from reaper.passes.reap import ReapReport, reap_pass
+from reaper.passes.reap import ReapReport
 from reaper.providers.base import HttpOptions
 from reaper.providers.digitalocean.client import DigitalOceanClient
 from reaper.settings.model import Settings, StateURL
 from reaper.settings.parse import Account
 from reaper.store.sqlite import SQLiteStore
-from tests.reap_support import FAST_CONFIRM, FAST_HTTP, START
+from tests.reap_support import FAST_HTTP, START, one_pass
 from tests.settings_support import replaced
 from tests.settings_support import settings as settings_of
 
@@ -79,27 +78,17 @@ class DOWorld:
         **kwargs: Any,
     ) -> ReapReport:
         """One reap pass over this world's accounts."""
-        settings = settings or self.settings
         store = self.store(read_only=dry_run)
-
-        async def go() -> ReapReport:
-            clients = make_clients(settings, http)
-            try:
-                return await reap_pass(
-                    settings,
-                    store,
-                    clients,
-                    notifier or self.notifier,
-                    self.clock,
-                    dry_run=dry_run,
-                    confirm=FAST_CONFIRM,
-                    **kwargs,
-                )
-            finally:
-                await asyncio.gather(*(c.aclose() for c in clients))
-
         try:
-            return asyncio.run(go())
+            return one_pass(
+                settings or self.settings,
+                store,
+                self.clock,
+                notifier or self.notifier,
+                http,
+                dry_run=dry_run,
+                **kwargs,
+            )
         finally:
             store.close()
 

@@ -29,6 +29,7 @@ from reaper.store.sqlite import SQLiteStore
 from tests.fakes.bark import BarkFake
 from tests.fakes.ntfy import NtfyFake
 from tests.fakes.telegram import FAKE_CHAT, FAKE_TOKEN, Message, TelegramFake
+from tests.fakes.webhook import WebhookReceiver
 from tests.heartbeat_support import Served, served
 from tests.reap_support import FAST_CONFIRM, FAST_HTTP, World, world
 
@@ -116,6 +117,26 @@ class Phone:
         with served(settings or self.settings, notifier=self.notifier(), clock=self.w.clock) as app:
             app.running.asgi.app.act_http = FAST_HTTP
             yield app
+
+
+@contextmanager
+def telegram_beside_webhook(
+    tmp_path: Path,
+) -> Iterator[tuple[TelegramFake, WebhookReceiver, World]]:
+    """A world whose person channel is Telegram (a fake the test can break) and whose plain
+    webhook beside it reaches no person."""
+    with (
+        TelegramFake() as telegram,
+        WebhookReceiver() as hook,
+        world(
+            tmp_path,
+            telegram_bot_token=FAKE_TOKEN,
+            telegram_chat_id=FAKE_CHAT,
+            telegram_api_url=telegram.url,
+            webhook_url=hook.webhook_url,
+        ) as w,
+    ):
+        yield telegram, hook, w
 
 
 def link_path(link: str) -> str:

@@ -35,6 +35,28 @@ FAST_HTTP = HttpOptions(timeout=2.0, max_attempts=2, backoff_base=0.01, backoff_
 FAST_CONFIRM = ConfirmOptions(attempts=4, first_delay=0.0, backoff=0.01, max_delay=0.02)
 
 
+def one_pass(
+    settings: Settings,
+    store: SQLiteStore,
+    clock: FakeClock,
+    notifier: Notifier,
+    http: HttpOptions = FAST_HTTP,
+    **kwargs: Any,
+) -> ReapReport:
+    """One reap pass with clients of `settings`' accounts, closed after it; quick confirmations."""
+
+    async def go() -> ReapReport:
+        clients = make_clients(settings, http)
+        try:
+            return await reap_pass(
+                settings, store, clients, notifier, clock, confirm=FAST_CONFIRM, **kwargs
+            )
+        finally:
+            await asyncio.gather(*(c.aclose() for c in clients))
+
+    return asyncio.run(go())
+
+
 @dataclass
 class World:
     runpod: RunPodEmulator
@@ -58,31 +80,20 @@ class World:
         **kwargs: Any,
     ) -> ReapReport:
         """One pass; with `store`, on that store (left open for the caller)."""
-        settings = settings or self.settings
-        own_store = store is None
-        store = store or self.store(read_only=dry_run)
-
-        async def go() -> ReapReport:
-            clients = make_clients(settings, http)
-            try:
-                return await reap_pass(
-                    settings,
-                    store,
-                    clients,
-                    notifier or self.notifier,
-                    self.clock,
-                    dry_run=dry_run,
-                    confirm=FAST_CONFIRM,
-                    **kwargs,
-                )
-            finally:
-                await asyncio.gather(*(c.aclose() for c in clients))
-
+        used = store or self.store(read_only=dry_run)
         try:
-            return asyncio.run(go())
+            return one_pass(
+                settings or self.settings,
+                used,
+                self.clock,
+                notifier or self.notifier,
+                http,
+                dry_run=dry_run,
+                **kwargs,
+            )
         finally:
-            if own_store:
-                store.close()
+            if store is None:
+                used.close()
 
     def set_clock(self, clock: FakeClock) -> None:
         """Run on another clock, the emulators' answers dated by it too."""

@@ -9,24 +9,13 @@ from __future__ import annotations
 from pathlib import Path
 
 from reaper.app.wiring import make_notifier
-from tests.fakes.telegram import FAKE_CHAT, FAKE_TOKEN, TelegramFake
-from tests.fakes.webhook import WebhookReceiver
-from tests.phone_support import FAST_CHANNEL
-from tests.reap_support import action_of, world
+from tests.fakes.telegram import FAKE_TOKEN
+from tests.phone_support import FAST_CHANNEL, telegram_beside_webhook
+from tests.reap_support import action_of
 
 
 def test_a_broken_channel_is_an_exemption_until_it_recovers(tmp_path: Path) -> None:
-    with (
-        TelegramFake() as telegram,
-        WebhookReceiver() as hook,
-        world(
-            tmp_path,
-            telegram_bot_token=FAKE_TOKEN,
-            telegram_chat_id=FAKE_CHAT,
-            telegram_api_url=telegram.url,
-            webhook_url=hook.webhook_url,
-        ) as w,
-    ):
+    with telegram_beside_webhook(tmp_path) as (telegram, hook, w):
         notifier = make_notifier(w.settings, options=FAST_CHANNEL)
         telegram.token = "123456:revoked"  # the configured token now answers 401
         pod = w.runpod.add_pod(status="EXITED", name="trainer")

@@ -10,26 +10,14 @@ from __future__ import annotations
 from pathlib import Path
 
 from reaper.app.wiring import make_notifier
-from tests.fakes.telegram import FAKE_CHAT, FAKE_TOKEN, TelegramFake
-from tests.fakes.webhook import WebhookReceiver
-from tests.phone_support import FAST_CHANNEL
-from tests.reap_support import action_of, world
+from tests.phone_support import FAST_CHANNEL, telegram_beside_webhook
+from tests.reap_support import action_of
 
 
 def test_a_configured_channel_that_reaches_nobody_is_not_an_exit_0_for_ever(
     tmp_path: Path,
 ) -> None:
-    with (
-        TelegramFake() as telegram,
-        WebhookReceiver() as hook,
-        world(
-            tmp_path,
-            telegram_bot_token=FAKE_TOKEN,
-            telegram_chat_id=FAKE_CHAT,
-            telegram_api_url=telegram.url,
-            webhook_url=hook.webhook_url,
-        ) as w,
-    ):
+    with telegram_beside_webhook(tmp_path) as (telegram, hook, w):
         assert w.settings.human_channel and w.settings.require_channel
         telegram.fail(401, times=1000, description="Unauthorized")
         notifier = make_notifier(w.settings, options=FAST_CHANNEL)
