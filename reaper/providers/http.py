@@ -233,6 +233,16 @@ class Requester:
             self.provider, self.account, self.scrub(clean_text(message)), status=status
         )
 
+    def check_count(self, what: str, found: int, total: int, noun: str, field: str) -> None:
+        """ProviderError unless the distinct entries a paged listing found are the server's own
+        count (`field`): a listing that lost or gained entries while its pages were read cannot
+        be trusted, whatever each page said."""
+        if found != total:
+            raise self.error(
+                f"{what}: {found} distinct {noun} listed but the server counts {total}"
+                f" (`{field}`), so the listing cannot be trusted"
+            )
+
     def scrub(self, text: str) -> str:
         return log.redact(text.replace(self._key, log.REDACTED)) if self._key else text
 

@@ -74,6 +74,8 @@ from reaper.settings.parse import Account, ProviderSettings
 PER_PAGE = 200
 # 100,000 droplets: far past any real account; a guard against a server that never ends.
 MAX_PAGES = 500
+# The server's own count of a listing, which the distinct entries listed must match.
+TOTAL_FIELD = "meta.total"
 
 # The status enum of the spec. Exact matches only: anything else is "unknown", never reaped.
 STATUS_STATES: dict[str, State] = {
@@ -254,7 +256,7 @@ class DigitalOceanClient:
         what = "listing GPU droplets"
         raws, total, pages = await self._pages(what, droplet_listing, "droplets")
         listed = [parse_droplet(raw, self.account, n) for n, raw in enumerate(raws)]
-        self._check_count(what, len({i.id for i in listed}), total, "droplets")
+        self.http.check_count(what, len({i.id for i in listed}), total, "droplets", TOTAL_FIELD)
         self.pages_listed = pages
         return merge_duplicates(listed)
 
@@ -265,9 +267,11 @@ class DigitalOceanClient:
         key: str,
     ) -> tuple[list[Any], int, int]:
         """Every item of a paged listing, the largest `meta.total` any page reported, and the
-        number of pages. A page that fails fails the whole listing (a shorter one would make
-        the missing droplets look gone), and so does an answer that cannot show it is whole
-        (see `_total` and `_next_page`)."""
+        number of pages. The largest count: DigitalOcean pages by offset, so a droplet destroyed
+        while the pages are read shifts a later one onto a page already read; that one is then
+        never listed, and the count shows it. A page that fails fails the whole listing (a
+        shorter one would make the missing droplets look gone), and so does an answer that
+        cannot show it is whole (see `_total` and `_next_page`)."""
         items: list[Any] = []
         totals: list[int] = []
         for page in range(1, MAX_PAGES + 1):
@@ -325,18 +329,6 @@ class DigitalOceanClient:
                 " cannot be followed to its end"
             )
         return True
-
-    def _check_count(self, what: str, found: int, total: int, noun: str) -> None:
-        """ProviderError unless the distinct entries listed are the server's count.
-
-        The largest count any page reported is used: DigitalOcean pages by offset, so a droplet
-        destroyed while the pages are read shifts a later one onto a page already read. That
-        one is then never listed, and the count shows it."""
-        if found != total:
-            raise self.http.error(
-                f"{what}: {found} distinct {noun} listed but the server counts {total}"
-                " (`meta.total`), so the listing cannot be trusted"
-            )
 
     # --- one droplet -----------------------------------------------------------------------
 
@@ -443,7 +435,7 @@ class DigitalOceanClient:
         raws, total, _pages = await self._pages(what, _volume_listing, "volumes")
         volumes = [v for v in (_volume(raw, self.account) for raw in raws) if v is not None]
         distinct = {_volume_key(raw, n) for n, raw in enumerate(raws)}
-        self._check_count(what, len(distinct), total, "volumes")
+        self.http.check_count(what, len(distinct), total, "volumes", TOTAL_FIELD)
         return volumes
 
     # --- errors ----------------------------------------------------------------------------
