@@ -17,7 +17,7 @@ from handlers.http import handler
 from reaper.core.monitors import SettingsChange
 from reaper.core.units import iso
 from reaper.passes import keeping
-from tests.aws_support import Account, aws_account, http_event
+from tests.aws_support import Account, aws_account, client, http_event
 
 PING_KEY = "ping-key-lambda-7Qx0123"
 HOST = "runpod-abc123xyz"
@@ -70,3 +70,38 @@ def test_an_idle_warning_for_one_host_is_marked_as_the_instances(account: Accoun
     # No channel configured: the route exists and answers as /alert does (503), not 404.
     answered = handler(http_event("POST", route, body=json.dumps(body)), None)
     assert answered["statusCode"] == 503
+
+
+def test_a_json_ping_reads_its_own_instance_not_the_whole_history(account: Account) -> None:
+    """A JSON ping comes every minute from every instance: it reads its instance's keep by
+    key (point reads), never the history of the whole fleet — the same calls with one instance
+    recorded or a hundred (the whole history is a Query that grows with the fleet)."""
+    store = account.store()
+    now = datetime.now(UTC)
+    keeping.keep(
+        store, "runpod:abc123xyz", now=now, until=now + timedelta(hours=1), by="t", via="t"
+    )
+    ping("application/json")
+    dynamodb = client("dynamodb")
+
+    def calls_of_one_ping() -> list[str]:
+        seen: list[str] = []
+
+        def count(event_name: str, **_kwargs: Any) -> None:
+            seen.append(event_name.rsplit(".", 1)[-1])
+
+        dynamodb.meta.events.register("before-call.dynamodb", count)
+        try:
+            answered = json.loads(ping("application/json")["body"])
+        finally:
+            dynamodb.meta.events.unregister("before-call.dynamodb", count)
+        assert answered["keep_until"] == iso(now + timedelta(hours=1))
+        return seen
+
+    few = calls_of_one_ping()
+    for n in range(100):
+        store.start_stopped_clock(f"runpod:other{n}", now)
+        keeping.keep(store, f"runpod:other{n}", now=now, until=None, by="t", via="t")
+    many = calls_of_one_ping()
+    assert few == many, (few, many)
+    assert "Query" not in few and "Scan" not in few, few

@@ -28,7 +28,11 @@ def keep_until(app: App, monitor: Monitor, now: datetime) -> datetime | None:
     from reaper.core.models import instance_key
 
     parsed = provider_host(monitor.host)
-    kept = app.store.history().kept.get(instance_key(*parsed)) if parsed is not None else None
+    kept = None
+    if parsed is not None:
+        # Point reads of that one instance (the whole history would be read on every ping).
+        key = instance_key(*parsed)
+        kept = app.store.history_of(key, now).kept.get(key)
     keep = host_keep(monitor, kept, now)
     return keep.until if keep is not None else None
 
