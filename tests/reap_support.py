@@ -6,7 +6,6 @@ from __future__ import annotations
 import asyncio
 import os
 import subprocess
-import sys
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
@@ -25,6 +24,7 @@ from reaper.providers.base import HttpOptions
 from reaper.settings.model import Settings, StateURL
 from reaper.settings.parse import Account
 from reaper.store.sqlite import SQLiteStore
+from tests.cli_process import run_reaper
 from tests.settings_support import replaced
 from tests.settings_support import settings as settings_of
 
@@ -199,12 +199,4 @@ def cli(
         **w.env(),
         **(extra_env or {}),
     }
-    return subprocess.run(
-        [sys.executable, "-m", "reaper", *args],
-        env=env,
-        cwd=w.state_path.parent.parent,
-        capture_output=True,
-        text=True,
-        timeout=120,
-        check=False,
-    )
+    return run_reaper(args, env=env, cwd=w.state_path.parent.parent)

@@ -5,11 +5,11 @@ positive — before anything is opened or stored."""
 from __future__ import annotations
 
 import os
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
+
+from tests.cli_process import run_reaper
 
 
 @pytest.mark.parametrize(
@@ -26,18 +26,14 @@ def test_a_negative_duration_is_one_line_saying_it_must_be_positive(
     tmp_path: Path, args: list[str], flag: str, value: str
 ) -> None:
     state = tmp_path / "state.db"
-    done = subprocess.run(
-        [sys.executable, "-m", "reaper", *args],
+    done = run_reaper(
+        args,
         env={
             "PATH": os.environ["PATH"],
             "HOME": str(tmp_path),
             "REAPER_STATE": f"sqlite:///{state}",
         },
         cwd=tmp_path,
-        capture_output=True,
-        text=True,
-        timeout=60,
-        check=False,
     )
     assert done.returncode == 2
     [line] = done.stderr.splitlines()

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import subprocess
-import sys
 from datetime import timedelta
 from pathlib import Path
 from typing import Any
@@ -12,6 +11,7 @@ import pytest
 
 from reaper.app.settings import load_settings
 from reaper.settings.parse import ConfigError, parse_duration
+from tests.cli_process import run_reaper
 from tests.settings_support import Flat
 
 
@@ -215,15 +215,7 @@ def test_reap_requires_a_provider_key() -> None:
 
 def run_cli(*args: str, env: dict[str, str], cwd: Path) -> subprocess.CompletedProcess[str]:
     base = {"PATH": "/usr/bin:/bin", "HOME": str(cwd), "XDG_STATE_HOME": str(cwd / "state")}
-    return subprocess.run(
-        [sys.executable, "-m", "reaper", *args],
-        env={**base, **env},
-        cwd=cwd,
-        capture_output=True,
-        text=True,
-        timeout=60,
-        check=False,
-    )
+    return run_reaper(args, env={**base, **env}, cwd=cwd, timeout=60)
 
 
 @pytest.mark.parametrize("extra", [[], ["--json"]])

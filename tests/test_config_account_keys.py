@@ -7,8 +7,6 @@ from __future__ import annotations
 
 import json
 import os
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
@@ -16,6 +14,7 @@ import pytest
 from emulators import RunPodEmulator
 from reaper.app.settings import load_settings
 from reaper.settings.parse import split_named
+from tests.cli_process import run_reaper
 
 
 @pytest.mark.parametrize(
@@ -54,8 +53,8 @@ def test_a_padded_key_reaches_the_provider_whole_and_is_never_shown(tmp_path: Pa
     key = "rkAbCdEfGhIjKlMnOpQr=="  # padding on no whole block of four
     with RunPodEmulator({"main": key}) as runpod:
         runpod.add_pod(status="RUNNING", name="trainer")
-        done = subprocess.run(
-            [sys.executable, "-m", "reaper", "reap", "--json"],
+        done = run_reaper(
+            ["reap", "--json"],
             env={
                 "PATH": os.environ["PATH"],
                 "HOME": str(tmp_path),
@@ -65,10 +64,6 @@ def test_a_padded_key_reaches_the_provider_whole_and_is_never_shown(tmp_path: Pa
                 "REAPER_STATE": f"sqlite:///{tmp_path / 'state.db'}",
             },
             cwd=tmp_path,
-            capture_output=True,
-            text=True,
-            timeout=120,
-            check=False,
         )
     assert done.returncode == 0, done.stderr
     report = json.loads(done.stdout)

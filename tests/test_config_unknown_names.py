@@ -8,13 +8,13 @@ from __future__ import annotations
 
 import re
 import subprocess
-import sys
 from pathlib import Path
 
 import pytest
 
 from reaper.app.known import unknown_setting_warnings
 from reaper.app.settings import known_variables, load_settings
+from tests.cli_process import run_reaper
 
 ROOT = Path(__file__).resolve().parents[1]
 PREFIXES = r"(?:REAPER|HEARTBEAT|RUNPOD|VAST|TELEGRAM|BARK|NTFY|BALANCE|IDLE|LOG)_[A-Z0-9_]+"
@@ -107,8 +107,8 @@ def test_every_name_reaper_reads_is_known(capsys: pytest.CaptureFixture[str]) ->
 
 
 def _reaper(tmp_path: Path, *args: str, **env: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [sys.executable, "-m", "reaper", *args],
+    return run_reaper(
+        args,
         env={
             "PATH": "/usr/bin:/bin",
             "HOME": str(tmp_path),
@@ -116,10 +116,7 @@ def _reaper(tmp_path: Path, *args: str, **env: str) -> subprocess.CompletedProce
             **env,
         },
         cwd=tmp_path,
-        capture_output=True,
-        text=True,
         timeout=60,
-        check=False,
     )
 
 

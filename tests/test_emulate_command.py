@@ -14,6 +14,8 @@ from pathlib import Path
 
 import pytest
 
+from tests.cli_process import run_reaper
+
 ROOT = Path(__file__).resolve().parents[1]
 
 
@@ -44,14 +46,8 @@ def emulating(tmp_path: Path, *args: str) -> Iterator[tuple[subprocess.Popen[str
 
 
 def reaper(tmp_path: Path, env: dict[str, str], *args: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [sys.executable, "-m", "reaper", *args],
-        cwd=tmp_path,
-        env={"PATH": os.environ["PATH"], "HOME": str(tmp_path), **env},
-        capture_output=True,
-        text=True,
-        timeout=60,
-        check=False,
+    return run_reaper(
+        args, cwd=tmp_path, env={"PATH": os.environ["PATH"], "HOME": str(tmp_path), **env}
     )
 
 

@@ -22,6 +22,7 @@ import pytest
 from emulators.fleet import EXAMPLE, FleetError, load_fleet, parse_fleet
 from reaper.app.wiring import emulator
 from reaper.providers.plugins import plugins
+from tests.cli_process import run_reaper
 
 ROOT = Path(__file__).resolve().parents[1]
 EMULATORS = {provider.name: emulator(provider) for provider in plugins()}
@@ -57,14 +58,8 @@ def emulating(cwd: Path, path: str, *args: str) -> Iterator[tuple[list[str], dic
 
 
 def reap_json(cwd: Path, env: dict[str, str]) -> dict[str, Any]:
-    done = subprocess.run(
-        [sys.executable, "-m", "reaper", "reap", "--json"],
-        cwd=cwd,
-        env={"PATH": os.environ["PATH"], "HOME": str(cwd), **env},
-        capture_output=True,
-        text=True,
-        timeout=60,
-        check=False,
+    done = run_reaper(
+        ["reap", "--json"], cwd=cwd, env={"PATH": os.environ["PATH"], "HOME": str(cwd), **env}
     )
     assert done.returncode in (0, 1), done.stderr
     found: dict[str, Any] = json.loads(done.stdout)

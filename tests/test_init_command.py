@@ -6,22 +6,14 @@ from __future__ import annotations
 import os
 import re
 import subprocess
-import sys
 from pathlib import Path
 
 from reaper.app.settings import key_variables, load_settings, read_dotenv
+from tests.cli_process import run_reaper
 
 
 def _init(cwd: Path) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [sys.executable, "-m", "reaper", "init"],
-        env={"PATH": os.environ["PATH"], "HOME": str(cwd)},
-        cwd=cwd,
-        capture_output=True,
-        text=True,
-        timeout=60,
-        check=False,
-    )
+    return run_reaper(["init"], env={"PATH": os.environ["PATH"], "HOME": str(cwd)}, cwd=cwd)
 
 
 def test_init_prints_fresh_strong_keys_and_writes_nothing(tmp_path: Path) -> None:

@@ -7,12 +7,11 @@ destroy confirmed only by its own endpoint's 404 `not_found`."""
 from __future__ import annotations
 
 import os
-import subprocess
-import sys
 from pathlib import Path
 
 from emulators.server import Response
 from reaper.channels.base import LogNotifier
+from tests.cli_process import run_reaper
 from tests.digitalocean_support import TOKEN, action_of, do_world
 
 
@@ -180,15 +179,7 @@ def test_reaper_keep_spares_a_droplet_by_its_id(tmp_path: Path) -> None:
             "DIGITALOCEAN_API_URL": w.do.api_url,
             "REAPER_STATE": f"sqlite:///{w.state_path}",
         }
-        kept = subprocess.run(
-            [sys.executable, "-m", "reaper", "keep", f"digitalocean:0{droplet}"],
-            env=env,
-            cwd=tmp_path,
-            capture_output=True,
-            text=True,
-            timeout=120,
-            check=False,
-        )
+        kept = run_reaper(["keep", f"digitalocean:0{droplet}"], env=env, cwd=tmp_path)
         assert kept.returncode == 0, kept.stderr
         assert f"kept digitalocean:{droplet} (precious)" in kept.stdout
         w.advance(23)

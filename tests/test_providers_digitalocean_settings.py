@@ -7,8 +7,6 @@ from __future__ import annotations
 
 import json
 import os
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
@@ -19,6 +17,7 @@ from reaper.app.wiring import make_clients
 from reaper.providers.digitalocean import DEFAULT_API_URL, DigitalOceanSettings
 from reaper.providers.plugins import label
 from reaper.settings.parse import ConfigError
+from tests.cli_process import run_reaper
 
 TOKEN = "dop_v1_settings_token_0001"
 
@@ -94,15 +93,7 @@ def test_a_user_with_only_a_digitalocean_token_gets_a_working_reaper(tmp_path: P
             "DIGITALOCEAN_API_URL": server.api_url,
             "REAPER_STATE": f"sqlite:///{tmp_path / 'state.db'}",
         }
-        done = subprocess.run(
-            [sys.executable, "-m", "reaper", "reap", "--json"],
-            env=env,
-            cwd=tmp_path,
-            capture_output=True,
-            text=True,
-            timeout=120,
-            check=False,
-        )
+        done = run_reaper(["reap", "--json"], env=env, cwd=tmp_path)
         listings = [r.query for r in server.requests if r.kind == "list"]
     assert done.returncode == 0, done.stderr
     report = json.loads(done.stdout)

@@ -8,19 +8,14 @@ shared-memory file a WAL database needs, exactly as on a full disk."""
 from __future__ import annotations
 
 import os
-import resource
 import sqlite3
 import subprocess
-import sys
 from pathlib import Path
 
 import pytest
 
 from reaper.store.sqlite import SQLiteStore
-
-
-def no_writes() -> None:
-    resource.setrlimit(resource.RLIMIT_FSIZE, (0, resource.RLIM_INFINITY))
+from tests.cli_process import run_reaper
 
 
 def reaper(tmp_path: Path, *args: str, limited: bool = True) -> subprocess.CompletedProcess[str]:
@@ -32,15 +27,7 @@ def reaper(tmp_path: Path, *args: str, limited: bool = True) -> subprocess.Compl
         "RUNPOD_API_KEY": "main=rp-readout-key-00001",
         "RUNPOD_API_URL": "http://127.0.0.1:9/v2",
     }
-    return subprocess.run(
-        [sys.executable, "-m", "reaper", *args],
-        cwd=tmp_path,
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=60,
-        preexec_fn=no_writes if limited else None,
-    )
+    return run_reaper(args, cwd=tmp_path, env=env, file_size_limit=0 if limited else None)
 
 
 @pytest.fixture

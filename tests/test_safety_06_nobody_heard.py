@@ -2,12 +2,11 @@
 
 from __future__ import annotations
 
-import subprocess
-import sys
 from datetime import UTC, datetime
 from pathlib import Path
 
 from reaper.channels.base import LogNotifier
+from tests.cli_process import run_reaper
 from tests.fakes.notifiers import StandIn
 from tests.reap_support import action_of, world
 from tests.settings_support import replaced
@@ -62,13 +61,8 @@ def test_a_channel_configured_later_warns_anew_before_any_termination(tmp_path: 
 
 def test_every_cli_pass_says_on_stderr_that_no_channel_is_configured(tmp_path: Path) -> None:
     with world(tmp_path, start=datetime.now(UTC)) as w:
-        result = subprocess.run(
-            [sys.executable, "-m", "reaper", "reap"],
-            env={**w.env(), "PATH": "/usr/bin:/bin", "HOME": str(tmp_path)},
-            capture_output=True,
-            text=True,
-            timeout=60,
-            cwd=tmp_path,
+        result = run_reaper(
+            ["reap"], env={**w.env(), "PATH": "/usr/bin:/bin", "HOME": str(tmp_path)}, cwd=tmp_path
         )
         assert "no alert channel reaches a person" in result.stderr
         assert result.returncode == 0

@@ -10,6 +10,7 @@ from pathlib import Path
 
 import pytest
 
+from tests.cli_process import run_reaper
 from tests.reap_support import cli, world
 
 
@@ -21,11 +22,15 @@ def run(
         "HOME": str(tmp_path),
         "REAPER_STATE": f"sqlite:///{tmp_path}/s.db",
     }
-    command = (
-        [sys.executable, "-c", code, *args] if code else [sys.executable, "-m", "reaper", *args]
-    )
+    if not code:
+        return run_reaper(args, env={**base, **env}, cwd=tmp_path, timeout=60)
     return subprocess.run(
-        command, env={**base, **env}, cwd=tmp_path, capture_output=True, text=True, timeout=60
+        [sys.executable, "-c", code, *args],
+        env={**base, **env},
+        cwd=tmp_path,
+        capture_output=True,
+        text=True,
+        timeout=60,
     )
 
 

@@ -5,17 +5,17 @@ from __future__ import annotations
 
 import os
 import subprocess
-import sys
 from datetime import UTC, datetime
 from pathlib import Path
 
 from reaper.interfaces.web.session import TOKEN_PATTERN, token_hash
 from reaper.store.sqlite import SQLiteStore
+from tests.cli_process import run_reaper
 
 
 def _run(tmp_path: Path, **env: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [sys.executable, "-m", "reaper", "login-link"],
+    return run_reaper(
+        ["login-link"],
         env={
             "PATH": os.environ["PATH"],
             "HOME": str(tmp_path),
@@ -23,10 +23,6 @@ def _run(tmp_path: Path, **env: str) -> subprocess.CompletedProcess[str]:
             **env,
         },
         cwd=tmp_path,
-        capture_output=True,
-        text=True,
-        timeout=60,
-        check=False,
     )
 
 
