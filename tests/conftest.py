@@ -1,14 +1,17 @@
-"""Shared test hygiene: every test starts with no registered secrets and default log output."""
+"""Shared test hygiene: every test starts with no registered secrets and default log output, and
+a browser test with a browser as clean as a fresh one."""
 
 from __future__ import annotations
 
 import os
 from collections.abc import Iterator
+from typing import Any
 
 import pytest
 from hypothesis import settings as hypothesis_settings
 
 from reaper import log
+from tests.browser_support import chromium, clean
 
 # The suite draws the same examples on every run (seeded from each test's source), so a red
 # run means a change broke something, never a new random draw; `make fuzz` draws new ones
@@ -25,3 +28,17 @@ def _isolated_log() -> Iterator[None]:
     yield
     log.forget_secrets()
     log.configure()
+
+
+@pytest.fixture(scope="module")
+def module_browser() -> Iterator[Any]:
+    """One Chromium for a module's browser tests (see tests/browser_support.py)."""
+    with chromium() as driver:
+        yield driver
+
+
+@pytest.fixture
+def browser(module_browser: Any) -> Any:
+    """The module's Chromium, with nothing left of the test before."""
+    clean(module_browser)
+    return module_browser

@@ -6,14 +6,15 @@ and the spent link says so on a second visit."""
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
-from tests.browser_support import as_phone, chromium, screenshot, submit
+from tests.browser_support import as_phone, screenshot, submit
 from tests.phone_support import PUBLIC, link_path, phone
 from tests.settings_support import replaced
 
 
-def test_the_action_page_on_a_phone_keeps_the_pod(tmp_path: Path) -> None:
-    with phone(tmp_path, telegram=False, bark=True) as p, chromium() as browser:
+def test_the_action_page_on_a_phone_keeps_the_pod(browser: Any, tmp_path: Path) -> None:
+    with phone(tmp_path, telegram=False, bark=True) as p:
         assert p.bark is not None
         pod = p.w.runpod.add_pod(status="EXITED", name="<i>sweep</i> & co")
         p.warn()

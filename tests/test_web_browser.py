@@ -15,16 +15,10 @@ from typing import Any
 import pytest
 
 from reaper.core.units import utc
-from tests.browser_support import as_desktop, as_phone, chromium, screenshot, submit
+from tests.browser_support import as_desktop, as_phone, screenshot, submit
 from tests.heartbeat_support import ADMIN
 from tests.reap_support import START
 from tests.web_support import EVIL_NAME, Fleet, fleet
-
-
-@pytest.fixture
-def browser() -> Iterator[Any]:
-    with chromium() as driver:
-        yield driver
 
 
 @pytest.fixture

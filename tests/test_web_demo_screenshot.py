@@ -9,6 +9,7 @@ import os
 import shutil
 from datetime import timedelta
 from pathlib import Path
+from typing import Any
 
 from reaper.app.settings import load_settings
 from reaper.app.wiring import make_clients
@@ -17,12 +18,12 @@ from reaper.interfaces.demo import DEMO_START
 from reaper.passes.reap import ConfirmOptions, reap_pass
 from reaper.providers.base import HttpOptions
 from reaper.store.sqlite import SQLiteStore
-from tests.browser_support import ROOT, as_phone, chromium, screenshot, submit
+from tests.browser_support import ROOT, as_phone, screenshot, submit
 from tests.heartbeat_support import ADMIN, KEY, served
 from tests.settings_support import replaced
 
 
-def test_the_demo_fleet_on_the_status_page(tmp_path: Path) -> None:
+def test_the_demo_fleet_on_the_status_page(browser: Any, tmp_path: Path) -> None:
     from emulators import DigitalOceanEmulator, RunPodEmulator, VastEmulator
     from emulators.channels import RecordingNotifier
     from emulators.clock import FakeClock
@@ -31,7 +32,6 @@ def test_the_demo_fleet_on_the_status_page(tmp_path: Path) -> None:
 
     clock = FakeClock(DEMO_START)
     with (
-        chromium() as browser,
         RunPodEmulator({"demo": "rp-demo-key"}, now=clock.now, delete_linger_reads=1) as runpod,
         VastEmulator({"demo": "vast-demo-key"}, now=clock.now, delete_linger_reads=1) as vast,
     ):

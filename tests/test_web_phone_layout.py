@@ -13,7 +13,7 @@ from typing import Any
 
 import pytest
 
-from tests.browser_support import as_phone, chromium, screenshot, submit
+from tests.browser_support import as_phone, screenshot, submit
 from tests.heartbeat_support import ADMIN
 from tests.web_support import Fleet, fleet
 
@@ -98,12 +98,6 @@ for (const svg of document.querySelectorAll('svg[viewBox]')) {
 }
 return [sizes, clipped];
 """
-
-
-@pytest.fixture
-def browser() -> Iterator[Any]:
-    with chromium() as driver:
-        yield driver
 
 
 @pytest.fixture
