@@ -38,6 +38,8 @@ from typing import Any
 
 # Modules whose import does something beyond defining names: the entry point runs the command.
 _NOT_IMPORTED = ("reaper.__main__",)
+# What reaper imports only where it needs it (a DynamoDB state), and costs ~1 s to import.
+_LAZY_DEPENDENCIES = ("boto3", "botocore.session")
 
 
 def prewarm() -> None:
@@ -48,6 +50,9 @@ def prewarm() -> None:
             continue
         with contextlib.suppress(Exception):
             importlib.import_module(module.name)
+    for name in _LAZY_DEPENDENCIES:
+        with contextlib.suppress(ImportError):
+            importlib.import_module(name)
 
 
 def serve(path: str) -> None:

@@ -15,6 +15,13 @@ import pytest
 from tests.cli_process import CANARY, run_reaper
 from tests.hostile_support import HostileServer
 
+# No AWS configuration but what a test gives: no metadata service, no files in ~/.aws.
+NO_AWS = {
+    "AWS_EC2_METADATA_DISABLED": "true",
+    "AWS_CONFIG_FILE": "{home}/no-config",
+    "AWS_SHARED_CREDENTIALS_FILE": "{home}/no-credentials",
+}
+
 
 def both_ways(
     monkeypatch: pytest.MonkeyPatch, args: list[str], env: dict[str, str], cwd: Path
@@ -38,6 +45,12 @@ def both_ways(
         (["monitor", "list"], {"REAPER_STATE": "sqlite:///{home}/s.db"}),
         (["status", "--json"], {"REAPER_STATE": "sqlite:///{home}/s.db"}),
         (["no-such-command"], {}),  # argparse's usage and exit 2
+        # boto3 is imported in the zygote: what it reads from the environment, it reads late
+        (["status"], {"REAPER_STATE": "dynamodb://reaper-state", **NO_AWS}),  # no region
+        (
+            ["status"],
+            {"REAPER_STATE": "dynamodb://reaper-state", "AWS_REGION": "eu-west-1", **NO_AWS},
+        ),
     ],
 )
 def test_a_forked_command_answers_as_a_new_interpreter_does(

@@ -8,7 +8,6 @@ from __future__ import annotations
 import json
 import os
 import subprocess
-import sys
 from collections.abc import Iterator
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
@@ -20,6 +19,7 @@ import pytest
 from emulators.aws import start_moto_server
 from reaper.core.models import AuditRecord, Monitor
 from reaper.store.dynamodb import DynamoDBStore, create_table
+from tests.cli_process import run_reaper
 from tests.reap_support import world
 
 TABLE = "reaper-prod"
@@ -75,15 +75,7 @@ def reaper(tmp_path: Path, *args: str, **env: str) -> subprocess.CompletedProces
         "AWS_CONFIG_FILE": str(tmp_path / "no-config"),
         "AWS_SHARED_CREDENTIALS_FILE": str(tmp_path / "no-credentials"),
     }
-    return subprocess.run(
-        [sys.executable, "-m", "reaper", *args],
-        env={**base, **env},
-        cwd=tmp_path,
-        capture_output=True,
-        text=True,
-        timeout=120,
-        check=False,
-    )
+    return run_reaper(args, env={**base, **env}, cwd=tmp_path)
 
 
 @pytest.mark.parametrize(
