@@ -333,3 +333,32 @@ def test_the_answer_is_the_header_block_the_body_follows(kit: Kit, before: str) 
     done = kit.source(snippet, RAW=raw)
 
     assert done.stdout.strip() == "ok|1920000|5400000|until 2026-12-02 21:32 UTC"
+
+
+@pytest.mark.parametrize(
+    ("date", "server_ms"),
+    [
+        ("Wed, 02 Dec 2026 21:00:00 GMT", "1796245200000"),  # IMF-fixdate, what reaper sends
+        ("Wednesday, 02-Dec-26 21:00:00 GMT", "1796245200000"),  # RFC 850
+        ("Wed Dec  2 21:00:00 2026", "1796245200000"),  # asctime
+        ("Wed, 02 Dec 2026 22:00:00 +0100", "1796245200000"),  # a zone other than GMT
+        ("Mon, 31 Feb 2026 21:00:00 GMT", None),  # no such day
+        ("Wed, 02 Dec 2026 24:00:00 GMT", None),  # no such hour
+    ],
+)
+def test_every_form_of_date_http_allows_is_read(kit: Kit, date: str, server_ms: str | None) -> None:
+    """The keep is counted from the answer's Date: read in any of HTTP's three forms (the
+    common one at once, the others through the standard library), a date that does not
+    exist is no Date."""
+    body = '{"ok": true, "keep_until": "2026-12-02T21:32:00Z", "idle_after": null}'
+    snippet = (
+        'kit_read_answer 200 "$DATE" "$BODY"; '
+        'echo "$KIT_ANSWER|$KIT_SERVER_MS|$KIT_KEEP_MS|$KIT_ANSWER_WHY"'
+    )
+
+    done = kit.source(snippet, DATE=date, BODY=body)
+
+    if server_ms is None:
+        assert done.stdout.strip() == "unreadable|||no readable Date header"
+    else:
+        assert done.stdout.strip() == f"ok|{server_ms}|1920000|"
