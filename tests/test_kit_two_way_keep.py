@@ -333,3 +333,60 @@ def test_the_answer_is_the_header_block_the_body_follows(kit: Kit, before: str) 
     done = kit.source(snippet, RAW=raw)
 
     assert done.stdout.strip() == "ok|1920000|5400000|until 2026-12-02 21:32 UTC"
+
+
+@pytest.mark.parametrize(
+    ("date", "server_ms"),
+    [
+        ("Wed, 02 Dec 2026 21:00:00 GMT", "1796245200000"),  # IMF-fixdate, what reaper sends
+        ("Wednesday, 02-Dec-26 21:00:00 GMT", "1796245200000"),  # RFC 850
+        ("Wed Dec  2 21:00:00 2026", "1796245200000"),  # asctime
+        ("Wed, 02 Dec 2026 22:00:00 +0100", "1796245200000"),  # a zone other than GMT
+        ("Mon, 31 Feb 2026 21:00:00 GMT", None),  # no such day
+        ("Wed, 02 Dec 2026 24:00:00 GMT", None),  # no such hour
+    ],
+)
+def test_every_form_of_date_http_allows_is_read(kit: Kit, date: str, server_ms: str | None) -> None:
+    """The keep is counted from the answer's Date: read in any of HTTP's three forms (the
+    common one at once, the others through the standard library), a date that does not
+    exist is no Date."""
+    body = '{"ok": true, "keep_until": "2026-12-02T21:32:00Z", "idle_after": null}'
+    snippet = (
+        'kit_read_answer 200 "$DATE" "$BODY"; '
+        'echo "$KIT_ANSWER|$KIT_SERVER_MS|$KIT_KEEP_MS|$KIT_ANSWER_WHY"'
+    )
+
+    done = kit.source(snippet, DATE=date, BODY=body)
+
+    if server_ms is None:
+        assert done.stdout.strip() == "unreadable|||no readable Date header"
+    else:
+        assert done.stdout.strip() == f"ok|{server_ms}|1920000|"
+
+
+def test_an_answer_the_same_as_the_last_is_not_read_again(kit: Kit, tmp_path: Path) -> None:
+    """idle-watch pings every minute and the answer changes only when a keep or a limit is
+    set: the same body is read once, and each answer's own Date still counts the keep."""
+    runs = tmp_path / "python-runs"
+    counting = kit.bin / "python3-counting"
+    counting.write_text(f'#!/bin/sh\necho run >>"{runs}"\nexec "{kit.bin}/python3.real" "$@"\n')
+    counting.chmod(0o755)
+    (kit.bin / "python3").rename(kit.bin / "python3.real")
+    counting.rename(kit.bin / "python3")
+    keep = '{"ok": true, "keep_until": "2026-12-02T21:32:00.500Z", "idle_after": "90m"}'
+    other = '{"ok": true, "keep_until": null, "idle_after": "90m"}'
+    snippet = (
+        'for answer in "21:00:00|$KEEP" "21:30:00|$KEEP" "21:31:00|$OTHER" "21:31:30|$KEEP"; do '
+        'kit_read_answer 200 "Wed, 02 Dec 2026 ${answer%%|*} GMT" "${answer#*|}"; '
+        'echo "$KIT_KEEP_MS|$KIT_IDLE_AFTER|$KIT_KEEP_TEXT"; done'
+    )
+
+    done = kit.source(snippet, KEEP=keep, OTHER=other)
+
+    assert done.stdout.splitlines() == [
+        "1920500|5400000|until 2026-12-02 21:32 UTC",
+        "120500|5400000|until 2026-12-02 21:32 UTC",
+        "|5400000|",
+        "30500|5400000|until 2026-12-02 21:32 UTC",
+    ]
+    assert runs.read_text().count("run") == 3  # the second answer was not read again

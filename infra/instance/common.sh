@@ -270,9 +270,11 @@ kit_split_answer() {
 # with keep_until, since third-party hosts keep their own); KIT_KEEP_ISO and KIT_KEEP_TEXT
 # ("until 2026-12-02 21:32 UTC", or "with no end set" past ten years: `--for forever`);
 # KIT_IDLE_AFTER (milliseconds, never or default); KIT_SERVER_MS (the Date).
+# python3 reads the body (KIT_ANSWER_PY); a body the same as the one before, under a Date
+# read here, is not read again: the answer changes only when a keep or a limit is set.
 # shellcheck disable=SC2034  # read by the scripts that source this file
 kit_read_answer() {
-    local code=$1 date=$2 body=$3 py line rest
+    local code=$1 date=$2 body=$3 py line rest until_us left_us iso text
     KIT_ANSWER=unreadable KIT_KEEP_MS="" KIT_KEEP_ISO="" KIT_KEEP_TEXT=""
     KIT_IDLE_AFTER="" KIT_SERVER_MS=""
     if [ "$code" != 200 ]; then
@@ -287,28 +289,69 @@ kit_read_answer() {
         KIT_ANSWER_WHY="python3 is not on this instance (it reads the JSON)"
         return 0
     fi
-    line=$(printf '%s' "$body" | kit_timeout 10 "$py" -I -S -c "$KIT_ANSWER_PY" "$date" 2>/dev/null) ||
-        line="unreadable|python3 failed reading it"
+    if kit_fixdate_ms "$date"; then
+        if [ "$body" != "$KIT_READ_BODY" ]; then
+            KIT_READ_BODY="" KIT_READ_LINE=""
+            line=$(printf '%s' "$body" | kit_timeout 10 "$py" -I -S -c "$KIT_ANSWER_PY" 2>/dev/null) &&
+                KIT_READ_BODY=$body KIT_READ_LINE=$line
+        fi
+        line=$KIT_READ_LINE
+    else
+        line=$(printf '%s' "$body" | kit_timeout 10 "$py" -I -S -c "$KIT_ANSWER_PY" "$date" 2>/dev/null) ||
+            line=""
+    fi
+    [ -n "$line" ] || line="unreadable|python3 failed reading it"
     IFS='|' read -r KIT_ANSWER rest <<<"$line"
     if [ "$KIT_ANSWER" != ok ]; then
         KIT_ANSWER=unreadable KIT_ANSWER_WHY=${rest:-no answer from python3}
         return 0
     fi
-    IFS='|' read -r KIT_KEEP_MS KIT_IDLE_AFTER KIT_SERVER_MS KIT_KEEP_ISO KIT_KEEP_TEXT <<<"$rest"
+    IFS='|' read -r until_us KIT_IDLE_AFTER line iso text <<<"$rest"
+    KIT_SERVER_MS=${KIT_DATE_MS:-$line}
+    left_us=$((${until_us:-0} - KIT_SERVER_MS * 1000))
+    if [ -n "$until_us" ] && ((left_us > 0)); then
+        KIT_KEEP_MS=$((left_us / 1000)) KIT_KEEP_ISO=$iso KIT_KEEP_TEXT=$text
+        ((left_us <= KIT_TEN_YEARS_MS * 1000)) || KIT_KEEP_TEXT="with no end set"
+    fi
     KIT_ANSWER_WHY=""
 }
 
-# The reading of kit_read_answer, for python3 (standard library, 3.7 or later): prints
-# "ok|<keep ms>|<idle ms, never or default>|<Date ms>|<keep ISO>|<keep text>" or
-# "unreadable|<why>". Durations as reaper writes them: <int> + s/m/h/d/w, compounds (1h30m),
-# above zero, ten years at most.
+# The IMF-fixdate $1 ("Wed, 02 Dec 2026 21:00:00 GMT", the form servers send) as
+# milliseconds since the epoch in KIT_DATE_MS; returns 1, KIT_DATE_MS empty, for anything
+# else (python3 reads the other forms HTTP allows) and for a day that does not exist.
+kit_fixdate_ms() {
+    local re='^(Mon|Tue|Wed|Thu|Fri|Sat|Sun), ([0-9]{2}) (Jan|Feb|Mar|Apr|May|Jun|Jul|Aug|Sep|Oct|Nov|Dec) ([1-9][0-9]{3}) ([0-9]{2}):([0-9]{2}):([0-9]{2}) GMT$'
+    local months=JanFebMarAprMayJunJulAugSepOctNovDec before d m y hh mm ss last days
+    KIT_DATE_MS=""
+    [[ $1 =~ $re ]] || return 1
+    before=${months%%"${BASH_REMATCH[3]}"*}
+    d=$((10#${BASH_REMATCH[2]})) m=$((${#before} / 3 + 1)) y=$((10#${BASH_REMATCH[4]}))
+    hh=$((10#${BASH_REMATCH[5]})) mm=$((10#${BASH_REMATCH[6]})) ss=$((10#${BASH_REMATCH[7]}))
+    last=$((m == 2 ? 28 + (y % 4 == 0 && (y % 100 != 0 || y % 400 == 0)) : 30 + ((m + m / 8) % 2)))
+    ((d >= 1 && d <= last && hh <= 23 && mm <= 59 && ss <= 59)) || return 1
+    # days since 1970-01-01 of a proleptic Gregorian date (a year counted from March)
+    ((m > 2)) || y=$((y - 1))
+    days=$((y * 365 + y / 4 - y / 100 + y / 400 + (153 * ((m + 9) % 12) + 2) / 5 + d - 719469))
+    KIT_DATE_MS=$((((days * 24 + hh) * 60 + mm) * 60000 + ss * 1000))
+}
+
+# The last body python3 read under a Date read by kit_fixdate_ms, and what it said.
+KIT_READ_BODY="" KIT_READ_LINE=""
+KIT_TEN_YEARS_MS=$((3660 * 86400 * 1000))
+
+# The reading of kit_read_answer, for python3 (standard library, 3.7 or later): the body on
+# stdin, and $1 the Date when kit_fixdate_ms could not read it (else no $1 at all). Prints
+# "ok|<keep_until in microseconds since the epoch>|<idle ms, never or default>|<Date ms, or
+# empty>|<keep ISO>|<keep text>" (no keep: the keep fields empty) or "unreadable|<why>".
+# Durations as reaper writes them: <int> + s/m/h/d/w, compounds (1h30m), above zero, ten
+# years at most.
 read -r -d '' KIT_ANSWER_PY <<'PY' || true
 import json, re, sys
-from datetime import datetime, timezone
-from email.utils import parsedate_to_datetime
+from datetime import datetime, timedelta, timezone
 
 TEN_YEARS = 3660 * 86400
 UNITS = {"s": 1, "m": 60, "h": 3600, "d": 86400, "w": 604800}
+EPOCH = datetime(1970, 1, 1, tzinfo=timezone.utc)
 
 
 def say(*fields):
@@ -322,10 +365,14 @@ def utc(moment):
     return moment.astimezone(timezone.utc)
 
 
-try:
-    date = utc(parsedate_to_datetime(sys.argv[1]))
-except Exception:
-    say("unreadable", "no readable Date header")
+date_ms = ""
+if len(sys.argv) > 1:
+    try:
+        from email.utils import parsedate_to_datetime
+
+        date_ms = int(utc(parsedate_to_datetime(sys.argv[1])).timestamp() * 1000)
+    except Exception:
+        say("unreadable", "no readable Date header")
 try:
     data = json.loads(sys.stdin.read())
 except Exception:
@@ -335,16 +382,14 @@ if not isinstance(data, dict) or data.get("ok") is not True:
 if "keep_until" not in data or "idle_after" not in data:
     say("unreadable", "keep_until or idle_after missing")
 keep, idle = data["keep_until"], data["idle_after"]
-left = iso = text = ""
+until = iso = text = ""
 if keep is not None:
     try:
-        until = utc(datetime.fromisoformat(keep.strip().replace("Z", "+00:00")))
-        seconds = (until - date).total_seconds()
+        moment = utc(datetime.fromisoformat(keep.strip().replace("Z", "+00:00")))
+        until = (moment - EPOCH) // timedelta(microseconds=1)
     except (AttributeError, ValueError, OverflowError):
         say("unreadable", "keep_until is not an ISO time")
-    if seconds > 0:
-        left, iso = int(seconds * 1000), until.strftime("%Y-%m-%dT%H:%M:%SZ")
-        text = "with no end set" if seconds > TEN_YEARS else until.strftime("until %Y-%m-%d %H:%M UTC")
+    iso, text = moment.strftime("%Y-%m-%dT%H:%M:%SZ"), moment.strftime("until %Y-%m-%d %H:%M UTC")
 if idle is None or idle == "never":
     limit = "default" if idle is None else "never"
 elif isinstance(idle, str) and re.fullmatch(r"([0-9]{1,7}[smhdw])+", idle.strip().lower()):
@@ -355,7 +400,7 @@ elif isinstance(idle, str) and re.fullmatch(r"([0-9]{1,7}[smhdw])+", idle.strip(
     limit = seconds * 1000
 else:
     say("unreadable", "idle_after is not a duration")
-say("ok", left, limit, int(date.timestamp() * 1000), iso, text)
+say("ok", until, limit, date_ms, iso, text)
 PY
 
 # $1 (DELETE, POST or PUT) to $2 with the key $3 in an Authorization header read from stdin,

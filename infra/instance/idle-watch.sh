@@ -593,8 +593,8 @@ main() {
     sleep_for=${IDLE_WATCH_SLEEP:-${CHECK_EVERY:-60}}
     [[ $sleep_for =~ ^[0-9]{1,6}(\.[0-9]{1,3})?$ ]] || sleep_for=$((step_ms / 1000))
     # while a save runs, the heartbeat still gets a ping per check period (at least 1 s)
-    ping_every=$sleep_for
-    [[ $ping_every =~ ^0*(\.0*)?$ ]] && ping_every=1
+    ping_every=$sleep_for sleeps=1
+    [[ $sleep_for =~ ^0*(\.0*)?$ ]] && ping_every=1 sleeps=0
     ping_every_ms=$(CHECK_EVERY=$ping_every kit_ms_setting CHECK_EVERY 1 1)
     max_loops=${IDLE_WATCH_MAX_LOOPS:-0}
     [[ $max_loops =~ ^[0-9]{1,9}$ ]] || max_loops=0
@@ -633,6 +633,7 @@ main() {
             kit_log "stopping after $loop checks (IDLE_WATCH_MAX_LOOPS)"
             exit 0
         fi
+        ((sleeps)) || continue # IDLE_WATCH_SLEEP=0: no sleep to start
         # In the background, so that SIGTERM is handled at once rather than after the sleep.
         sleep "$sleep_for" &
         sleep_pid=$!

@@ -19,6 +19,7 @@ import contextlib
 import json
 import os
 import re
+import shutil
 import signal
 import subprocess
 import sys
@@ -37,6 +38,8 @@ from tests.kit_fakes.recorder import Recorder, Request, Response, recording_serv
 KIT_DIR = Path(__file__).resolve().parents[2] / "infra" / "instance"
 FAKE_BIN = Path(__file__).resolve().parent / "bin"
 FAKE_TOOLS = ("nvidia-smi", "who", "pgrep", "hostname")
+BASH = shutil.which("bash") or "/bin/bash"
+_ENV_BASH = "#!/usr/bin/env bash"
 PING_KEY = "pk-ping-secret"
 POD_KEY = "rp-pod-scoped-secret"
 SELF_KEY = "rp-self-key-secret"
@@ -87,10 +90,8 @@ class Kit:
         bin_dir, fakes = tmp / "bin", tmp / "fakes"
         bin_dir.mkdir()
         fakes.mkdir()
-        for tool in (*FAKE_TOOLS, "_section.sh"):
-            (bin_dir / tool).symlink_to(FAKE_BIN / tool)
-        # the Jupyter check runs python3: this one, not a slow version-manager shim
-        (bin_dir / "python3").symlink_to(sys.executable)
+        install_fakes(bin_dir)
+        stock_python(bin_dir)
         (tmp / "tmp").mkdir()
         with (
             recording_server() as http,
@@ -282,6 +283,31 @@ class Kit:
 def _problem(status: int, detail: str) -> Response:
     body = json.dumps({"title": "error", "status": status, "detail": detail})
     return Response(status, body, "application/problem+json")
+
+
+def install_fakes(bin_dir: Path) -> None:
+    """The fake tools in `bin_dir`, each started by this machine's bash itself: through
+    `#!/usr/bin/env bash` every call would first run env to search PATH, and the kit calls
+    four of them at every check."""
+    (bin_dir / "_section.sh").symlink_to(FAKE_BIN / "_section.sh")
+    for tool in FAKE_TOOLS:
+        script = (FAKE_BIN / tool).read_text()
+        assert script.startswith(_ENV_BASH), f"{tool}: starts with {script[:30]!r}"
+        (bin_dir / tool).write_text(f"#!{BASH}" + script.removeprefix(_ENV_BASH))
+        (bin_dir / tool).chmod(0o755)
+
+
+def stock_python(bin_dir: Path) -> None:
+    """The instance's python3 in `bin_dir`: this interpreter (not a slow version-manager
+    shim) with the standard library alone, as on a stock image. The pyvenv.cfg beside it
+    makes it an environment of its own (PEP 405), so that no site-packages of this machine
+    is read at its start: their .pth hooks import packages, which cost each results.py and
+    Jupyter check more than the check itself."""
+    interpreter = Path(sys.executable).resolve()
+    (bin_dir / "python3").symlink_to(interpreter)
+    (bin_dir / "pyvenv.cfg").write_text(
+        f"home = {interpreter.parent}\ninclude-system-site-packages = false\n"
+    )
 
 
 def no_secret_in(text: str) -> bool:
