@@ -11,7 +11,6 @@ and would destroy at check 8 of 9."""
 from __future__ import annotations
 
 import subprocess
-import sys
 from collections.abc import Iterator
 from contextlib import contextmanager
 from datetime import UTC, datetime
@@ -22,6 +21,7 @@ from reaper.channels.telegram import TelegramSettings
 from reaper.channels.telegram.bot import TelegramBot
 from reaper.channels.telegram.inbound import Poller
 from reaper.core.models import Alert, Delivery
+from tests.cli_process import run_reaper
 from tests.heartbeat_support import KEY, Served, served
 from tests.kit_fakes.harness import Kit
 from tests.phone_support import Phone, phone
@@ -56,9 +56,7 @@ def would_destroy(kit: Kit) -> bool:
 
 def cli(w: World, *args: str) -> subprocess.CompletedProcess[str]:
     env = {"PATH": "/usr/bin:/bin", "HOME": str(w.state_path.parent), **w.env()}
-    return subprocess.run(
-        [sys.executable, "-m", "reaper", *args], env=env, capture_output=True, text=True
-    )
+    return run_reaper(args, env=env, cwd=w.state_path.parent.parent)
 
 
 def test_left_alone_the_kit_destroys(tmp_path: Path) -> None:
